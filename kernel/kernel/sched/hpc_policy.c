@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SCHED_HPC policy core: iteration accounting, heuristics, parameters.
+ *
+ * Portable C: the kernel, BPF programs and user space build this file as it
+ * is (see hpc_types.h). Integer-only, no allocation, no library calls.
+ */
+#include "hpc_policy.h"
+
+const char * const hpc_param_names[HPC_P_NR] = {
+	[HPC_P_LOW_UTIL]	= "low_util",
+	[HPC_P_HIGH_UTIL]	= "high_util",
+	[HPC_P_MIN_PRIO]	= "min_prio",
+	[HPC_P_MAX_PRIO]	= "max_prio",
+	[HPC_P_GLOBAL_WEIGHT]	= "global_weight",
+	[HPC_P_LAST_WEIGHT]	= "last_weight",
+	[HPC_P_HEURISTIC]	= "heuristic",
+	[HPC_P_MIN_WAIT_US]	= "min_wait_us",
+};
+
+const char * const hpc_heuristic_names[HPC_HEUR_NR] = {
+	[HPC_HEUR_UNIFORM]	= "uniform",
+	[HPC_HEUR_ADAPTIVE]	= "adaptive",
+};
+
+static const char * const hpc_param_err_msgs[HPC_PARAM_ERR_NR] = {
+	[HPC_PARAM_OK]			= "ok",
+	[HPC_PARAM_ERR_UTIL_RANGE]	= "low_util and high_util must be within 0..100",
+	[HPC_PARAM_ERR_UTIL_ORDER]	= "low_util must be below high_util",
+	[HPC_PARAM_ERR_PRIO_RANGE]	= "min_prio and max_prio must be within the backend's priority range",
+	[HPC_PARAM_ERR_PRIO_ORDER]	= "min_prio must not be above max_prio",
+	[HPC_PARAM_ERR_WEIGHT_RANGE]	= "global_weight and last_weight must be within 0..100",
+	[HPC_PARAM_ERR_WEIGHT_SUM]	= "global_weight + last_weight must be 100",
+	[HPC_PARAM_ERR_HEURISTIC]	= "heuristic must be uniform or adaptive",
+	[HPC_PARAM_ERR_MIN_WAIT]	= "min_wait_us must be within 0..1000000",
+};
+
+void hpc_params_default(struct hpc_params *p)
+{
+	p->low_util = HPC_DEF_LOW_UTIL;
+	p->high_util = HPC_DEF_HIGH_UTIL;
+	p->min_prio = HPC_DEF_MIN_PRIO;
+	p->max_prio = HPC_DEF_MAX_PRIO;
+	p->global_weight = HPC_DEF_GLOBAL_WEIGHT;
+	p->last_weight = HPC_DEF_LAST_WEIGHT;
+	p->heuristic = HPC_DEF_HEURISTIC;
+	p->min_wait_us = HPC_DEF_MIN_WAIT_US;
+}
+
+/*
+ * Accept or reject a complete parameter set. @allowed is the priority range
+ * of the mechanism backend in use; NULL means the whole hardware range.
+ * Returns HPC_PARAM_OK or the first enum hpc_param_err that applies.
+ */
+int hpc_params_check(const struct hpc_params *p,
+		     const struct hpc_prio_range *allowed)
+{
+	u32 lo = 0, hi = HPC_PRIO_LIMIT;
+
+	if (allowed) {
+		lo = allowed->min;
+		hi = allowed->max > HPC_PRIO_LIMIT ? HPC_PRIO_LIMIT : allowed->max;
+	}
+	if (p->low_util > 100 || p->high_util > 100)
+		return HPC_PARAM_ERR_UTIL_RANGE;
+	if (p->low_util >= p->high_util)
+		return HPC_PARAM_ERR_UTIL_ORDER;
+	if (p->min_prio < lo || p->min_prio > hi ||
+	    p->max_prio < lo || p->max_prio > hi)
+		return HPC_PARAM_ERR_PRIO_RANGE;
+	if (p->min_prio > p->max_prio)
+		return HPC_PARAM_ERR_PRIO_ORDER;
+	if (p->global_weight > 100 || p->last_weight > 100)
+		return HPC_PARAM_ERR_WEIGHT_RANGE;
+	if (p->global_weight + p->last_weight != 100)
+		return HPC_PARAM_ERR_WEIGHT_SUM;
+	if (p->heuristic >= HPC_HEUR_NR)
+		return HPC_PARAM_ERR_HEURISTIC;
+	if (p->min_wait_us > HPC_MAX_MIN_WAIT_US)
+		return HPC_PARAM_ERR_MIN_WAIT;
+	return HPC_PARAM_OK;
+}
+
+const char *hpc_param_err_str(int err)
+{
+	if (err < 0 || err >= HPC_PARAM_ERR_NR)
+		return "unknown parameter error";
+	return hpc_param_err_msgs[err];
+}
+
+/* Bounded string equality: the names are short, and BPF needs a bound. */
+static bool hpc_streq(const char *a, const char *b)
+{
+	int i;
+
+	for (i = 0; i < 32; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return false;
+}
+
+/* The enum hpc_param_id of @name, or -1. */
+int hpc_param_lookup(const char *name)
+{
+	int i;
+
+	for (i = 0; i < HPC_P_NR; i++)
+		if (hpc_streq(name, hpc_param_names[i]))
+			return i;
+	return -1;
+}
+
+/* The enum hpc_heuristic called @name, or -1. */
+int hpc_heuristic_lookup(const char *name)
+{
+	int i;
+
+	for (i = 0; i < HPC_HEUR_NR; i++)
+		if (hpc_streq(name, hpc_heuristic_names[i]))
+			return i;
+	return -1;
+}
+
+/* Where each tunable lives in struct hpc_params. */
+static const unsigned short hpc_param_offs[HPC_P_NR] = {
+	[HPC_P_LOW_UTIL]	= __builtin_offsetof(struct hpc_params, low_util),
+	[HPC_P_HIGH_UTIL]	= __builtin_offsetof(struct hpc_params, high_util),
+	[HPC_P_MIN_PRIO]	= __builtin_offsetof(struct hpc_params, min_prio),
+	[HPC_P_MAX_PRIO]	= __builtin_offsetof(struct hpc_params, max_prio),
+	[HPC_P_GLOBAL_WEIGHT]	= __builtin_offsetof(struct hpc_params, global_weight),
+	[HPC_P_LAST_WEIGHT]	= __builtin_offsetof(struct hpc_params, last_weight),
+	[HPC_P_HEURISTIC]	= __builtin_offsetof(struct hpc_params, heuristic),
+	[HPC_P_MIN_WAIT_US]	= __builtin_offsetof(struct hpc_params, min_wait_us),
+};
+
+/* The value of tunable @id (an enum hpc_param_id; 0 for an unknown id). */
+u32 hpc_param_get(const struct hpc_params *p, int id)
+{
+	if (id < 0 || id >= HPC_P_NR)
+		return 0;
+	return *(const u32 *)((const char *)p + hpc_param_offs[id]);
+}
+
+/*
+ * Set one tunable in @p (a copy: check the result with hpc_params_check()
+ * before publishing it). The two Adaptive weights are complementary: setting
+ * one to a value within 0..100 sets the other to the rest, so that a single
+ * write can change the blend.
+ */
+void hpc_param_put(struct hpc_params *p, int id, u32 val)
+{
+	if (id < 0 || id >= HPC_P_NR)
+		return;
+	*(u32 *)((char *)p + hpc_param_offs[id]) = val;
+	if (val > 100)
+		return;
+	if (id == HPC_P_GLOBAL_WEIGHT)
+		p->last_weight = 100 - val;
+	else if (id == HPC_P_LAST_WEIGHT)
+		p->global_weight = 100 - val;
+}
+
+/* @run / @total in HPC_UTIL_SCALE units, without overflow, capped at 100 %. */
+u32 hpc_util(u64 run, u64 total)
+{
+	if (!total)
+		return 0;
+	if (run > total)
+		run = total;
+	/* Keep run * HPC_UTIL_SCALE below 2^64 (HPC_UTIL_SCALE < 2^14). */
+	if (total >= (1ULL << 50)) {
+		run >>= 14;
+		total >>= 14;
+	}
+	return (u32)hpc_div64(run * HPC_UTIL_SCALE, total);
+}
+
+int hpc_classify(u32 util, const struct hpc_params *p)
+{
+	if (util < p->low_util * (HPC_UTIL_SCALE / 100))
+		return HPC_CLASS_LOW;
+	if (util > p->high_util * (HPC_UTIL_SCALE / 100))
+		return HPC_CLASS_HIGH;
+	return HPC_CLASS_MEDIUM;
+}
+
+/*
+ * The utilisation the heuristic decides on. @prev_global is the global
+ * utilisation before the iteration that closes now (@nr_prev iterations),
+ * @global includes it, @last is its own utilisation.
+ */
+static u32 hpc_heur_util(const struct hpc_params *p, u32 prev_global,
+			 u64 nr_prev, u32 global, u32 last)
+{
+	if (p->heuristic != HPC_HEUR_ADAPTIVE)
+		return global;
+	if (!nr_prev)
+		return last;
+	return (p->global_weight * prev_global + p->last_weight * last) / 100;
+}
+
+static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
+{
+	if (prio < p->min_prio)
+		return p->min_prio;
+	if (prio > p->max_prio)
+		return p->max_prio;
+	return prio;
+}
+
+/*
+ * The rule. A low task (by the heuristic's utilisation: it waits a lot)
+ * gives a step of priority back; a high task takes a step up only while the
+ * task on its sibling context is low in its last iteration, i.e. waits for
+ * it now. Everything else holds. Priority only matters
+ * relative to the sibling, so two busy siblings are balanced whatever their
+ * utilisation: raising either would only unbalance them again. This is what
+ * keeps a balanced pair still (no oscillation), while a pair whose loads swap
+ * re-balances in two decisions. One step per iteration bounds any overshoot.
+ */
+u32 hpc_decide(u32 prio, int own_class, int peer_class,
+	       const struct hpc_params *p)
+{
+	prio = hpc_clamp(prio, p);
+	if (own_class == HPC_CLASS_LOW && prio > p->min_prio)
+		return prio - 1;
+	if (own_class == HPC_CLASS_HIGH && peer_class == HPC_CLASS_LOW &&
+	    prio < p->max_prio)
+		return prio + 1;
+	return prio;
+}
+
+void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
+{
+	t->iter_start = now;
+	t->seg_start = now;
+	t->cur_run = 0;
+	t->sum_run = 0;
+	t->sum_total = 0;
+	t->last_run = 0;
+	t->last_wait = 0;
+	t->nr_iter = 0;
+	t->last_util = 0;
+	t->global_util = 0;
+	t->heur_util = 0;
+	t->prio = hpc_clamp(HPC_PRIO_NORMAL, p);
+	t->prev_prio = t->prio;
+	t->state = HPC_TASK_RUNNABLE;
+}
+
+static u64 hpc_since(u64 now, u64 then)
+{
+	return now > then ? now - then : 0;
+}
+
+/* Fold the running segment into the current iteration (for live readers). */
+void hpc_task_tick(struct hpc_task *t, u64 now)
+{
+	if (t->state != HPC_TASK_RUNNABLE)
+		return;
+	t->cur_run += hpc_since(now, t->seg_start);
+	t->seg_start = now;
+}
+
+/* The task stops running to sleep: the compute phase (so far) ends. */
+void hpc_task_sleep(struct hpc_task *t, u64 now)
+{
+	if (t->state != HPC_TASK_RUNNABLE)
+		return;
+	hpc_task_tick(t, now);
+	t->state = HPC_TASK_SLEEPING;
+}
+
+/* Close the current iteration with @run compute and @wait waiting, and decide. */
+static void hpc_close(struct hpc_task *t, u64 now, u64 run, u64 wait,
+		      const struct hpc_params *p, int peer_class)
+{
+	u64 total = run + wait;
+	u32 prev_global = t->global_util;
+
+	t->last_run = run;
+	t->last_wait = wait;
+	t->last_util = hpc_util(run, total);
+	t->sum_run += run;
+	t->sum_total += total;
+	t->global_util = hpc_util(t->sum_run, t->sum_total);
+	t->heur_util = hpc_heur_util(p, prev_global, t->nr_iter,
+				     t->global_util, t->last_util);
+	t->nr_iter++;
+
+	t->prev_prio = t->prio;
+	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
+			     peer_class, p);
+
+	t->iter_start = now;
+	t->seg_start = now;
+	t->cur_run = 0;
+}
+
+/*
+ * The task becomes runnable. If it slept at least min_wait_us, its iteration
+ * closes, the heuristic runs and t->prio holds the priority for the next
+ * compute phase. @peer_class is what hpc_peer_class() says of the task on
+ * the sibling context (HPC_CLASS_NONE if there is none).
+ * Returns 1 if an iteration closed, 0 otherwise.
+ */
+int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
+		    int peer_class)
+{
+	u64 wait;
+
+	if (t->state != HPC_TASK_SLEEPING)
+		return 0;
+	wait = hpc_since(now, t->seg_start);
+	t->state = HPC_TASK_RUNNABLE;
+	t->seg_start = now;
+	if (wait < (u64)p->min_wait_us * 1000) {
+		t->cur_run += wait;
+		return 0;
+	}
+	hpc_close(t, now, t->cur_run, wait, p, peer_class);
+	return 1;
+}
+
+/*
+ * The task on the sibling context (snapshot @peer) has closed an iteration.
+ * A task on the critical path never waits, so it would never close an
+ * iteration and never be judged: if @t computed through the sibling's whole
+ * last iteration without closing one of its own, its iteration closes now
+ * with no wait, judged against the sibling's iteration that just closed. Idempotent: after
+ * it closed, the condition no longer holds for the same sibling iteration.
+ * Returns 1 if an iteration closed, 0 otherwise.
+ */
+int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
+			    const struct hpc_params *p,
+			    const struct hpc_task *peer)
+{
+	u64 peer_prev_start;
+
+	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter)
+		return 0;
+	peer_prev_start = hpc_since(peer->iter_start,
+				    peer->last_run + peer->last_wait);
+	if (t->iter_start > peer_prev_start || now < peer->iter_start)
+		return 0;
+	hpc_task_tick(t, now);
+	hpc_close(t, now, t->cur_run, 0, p, hpc_classify(peer->last_util, p));
+	return 1;
+}
+
+/* Bring t->prio back into [min_prio, max_prio] after the knobs changed. */
+u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p)
+{
+	t->prio = hpc_clamp(t->prio, p);
+	return t->prio;
+}
+
+/*
+ * Class of the task on the sibling context, from a snapshot @peer of its
+ * state, as seen by a task that went to sleep at @since and wakes at @now.
+ *
+ * This is the load-imbalance detector: it asks whether the sibling waits for
+ * us *now*, so it judges the sibling's last iteration only, not its history
+ * (the heuristics judge the task's own utilisation). If the sibling closed
+ * an iteration while we waited (it woke at the same barrier, a little
+ * earlier), that iteration is the answer; otherwise its open iteration is
+ * judged as if it closed now: a sibling that has been computing all along
+ * is high, one that has been waiting is low.
+ */
+int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
+		   const struct hpc_params *p)
+{
+	u64 run, total;
+
+	if (peer->state == HPC_TASK_RUNNABLE && peer->nr_iter &&
+	    peer->iter_start >= since)
+		return hpc_classify(peer->last_util, p);
+
+	run = peer->cur_run;
+	if (peer->state == HPC_TASK_RUNNABLE)
+		run += hpc_since(now, peer->seg_start);
+	total = hpc_since(now, peer->iter_start);
+	if (!total)
+		return HPC_CLASS_NONE;
+	return hpc_classify(hpc_util(run, total), p);
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SCHED_HPC policy core: iteration accounting, the Uniform and Adaptive
+ * heuristics and parameter validation.
+ *
+ * Integer-only and allocation-free. The same source is built into the kernel
+ * class, the scx_hpc BPF scheduler and the user-space controller, simulator
+ * and tests; nothing here knows which of them is calling.
+ *
+ * Model: a task alternates a compute phase (runnable) and a wait phase
+ * (sleeping). An iteration closes when the task wakes up after a wait of at
+ * least min_wait_us; shorter waits (page faults, short I/O, lock hand-offs)
+ * are counted as compute. When an iteration closes, the heuristic picks the
+ * hardware priority the task runs its next compute phase with. A task on the
+ * critical path never waits: its iteration closes when its SMT sibling
+ * closes one after it computed through all of it (hpc_task_sibling_closed(),
+ * called from the tick), so it is judged every cycle of the pair too.
+ *
+ * See Documentation/scheduler/sched-hpc-policy.rst for the rule.
+ */
+#ifndef _KERNEL_SCHED_HPC_POLICY_H
+#define _KERNEL_SCHED_HPC_POLICY_H
+
+#include "hpc_types.h"
+
+/* Utilisation is kept in units of 0.01 %: 10000 is 100 %. */
+#define HPC_UTIL_SCALE		10000U
+
+/* Hardware thread priorities (POWER5 numbering, emulated elsewhere). */
+#define HPC_PRIO_OFF		0
+#define HPC_PRIO_NORMAL		4
+#define HPC_PRIO_ST		7
+#define HPC_PRIO_LIMIT		7
+
+enum hpc_heuristic {
+	HPC_HEUR_UNIFORM	= 0,
+	HPC_HEUR_ADAPTIVE	= 1,
+	HPC_HEUR_NR,
+};
+
+/* Run-time tunables; every front end validates them with hpc_params_check(). */
+struct hpc_params {
+	u32 low_util;		/* percent: below it a task is "low" */
+	u32 high_util;		/* percent: above it a task is "high" */
+	u32 min_prio;		/* lowest priority the heuristic may give */
+	u32 max_prio;		/* highest priority the heuristic may give */
+	u32 global_weight;	/* percent: Adaptive's G */
+	u32 last_weight;	/* percent: Adaptive's L, G + L = 100 */
+	u32 heuristic;		/* enum hpc_heuristic */
+	u32 min_wait_us;	/* shorter waits do not close an iteration */
+};
+
+#define HPC_DEF_LOW_UTIL	65
+#define HPC_DEF_HIGH_UTIL	85
+#define HPC_DEF_MIN_PRIO	4
+#define HPC_DEF_MAX_PRIO	6
+#define HPC_DEF_GLOBAL_WEIGHT	10
+#define HPC_DEF_LAST_WEIGHT	90
+#define HPC_DEF_HEURISTIC	HPC_HEUR_UNIFORM
+#define HPC_DEF_MIN_WAIT_US	100
+#define HPC_MAX_MIN_WAIT_US	1000000
+
+/* The priorities a mechanism backend can apply. */
+struct hpc_prio_range {
+	u32 min;
+	u32 max;
+};
+
+/* Why hpc_params_check() rejected a parameter set. */
+enum hpc_param_err {
+	HPC_PARAM_OK = 0,
+	HPC_PARAM_ERR_UTIL_RANGE,
+	HPC_PARAM_ERR_UTIL_ORDER,
+	HPC_PARAM_ERR_PRIO_RANGE,
+	HPC_PARAM_ERR_PRIO_ORDER,
+	HPC_PARAM_ERR_WEIGHT_RANGE,
+	HPC_PARAM_ERR_WEIGHT_SUM,
+	HPC_PARAM_ERR_HEURISTIC,
+	HPC_PARAM_ERR_MIN_WAIT,
+	HPC_PARAM_ERR_NR,
+};
+
+/* The tunables by name, in the order of hpc_param_names[]. */
+enum hpc_param_id {
+	HPC_P_LOW_UTIL = 0,
+	HPC_P_HIGH_UTIL,
+	HPC_P_MIN_PRIO,
+	HPC_P_MAX_PRIO,
+	HPC_P_GLOBAL_WEIGHT,
+	HPC_P_LAST_WEIGHT,
+	HPC_P_HEURISTIC,
+	HPC_P_MIN_WAIT_US,
+	HPC_P_NR,
+};
+
+extern const char * const hpc_param_names[HPC_P_NR];
+extern const char * const hpc_heuristic_names[HPC_HEUR_NR];
+
+void hpc_params_default(struct hpc_params *p);
+int hpc_params_check(const struct hpc_params *p,
+		     const struct hpc_prio_range *allowed);
+const char *hpc_param_err_str(int err);
+int hpc_param_lookup(const char *name);
+u32 hpc_param_get(const struct hpc_params *p, int id);
+void hpc_param_put(struct hpc_params *p, int id, u32 val);
+int hpc_heuristic_lookup(const char *name);
+
+/* Task states for the accounting. */
+#define HPC_TASK_RUNNABLE	0
+#define HPC_TASK_SLEEPING	1
+
+/* How the heuristic classes a utilisation. */
+enum hpc_class {
+	HPC_CLASS_NONE = -1,	/* no information (no sibling) */
+	HPC_CLASS_LOW = 0,
+	HPC_CLASS_MEDIUM,
+	HPC_CLASS_HIGH,
+};
+
+/*
+ * Per-task iteration state. Timestamps are in ns from any monotonic clock.
+ * The fields up to @state are what a sibling context reads to judge this
+ * task (see hpc_peer_class()): the whole structure can be copied as a
+ * snapshot.
+ */
+struct hpc_task {
+	u64 iter_start;		/* start of the current iteration */
+	u64 seg_start;		/* start of the current run or sleep segment */
+	u64 cur_run;		/* compute time folded so far in this iteration */
+	u64 sum_run;		/* sum of t_R over closed iterations */
+	u64 sum_total;		/* sum of t_i over closed iterations */
+	u64 last_run;		/* t_R of the last closed iteration */
+	u64 last_wait;		/* t_W of the last closed iteration */
+	u64 nr_iter;		/* closed iterations */
+	u32 last_util;		/* U of the last closed iteration */
+	u32 global_util;	/* U over all closed iterations */
+	u32 heur_util;		/* what the heuristic decided on */
+	u32 prio;		/* priority for the next compute phase */
+	u32 prev_prio;		/* priority before the last decision */
+	u8 state;		/* HPC_TASK_RUNNABLE or HPC_TASK_SLEEPING */
+};
+
+void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
+void hpc_task_sleep(struct hpc_task *t, u64 now);
+int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
+		    int peer_class);
+int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
+			    const struct hpc_params *p,
+			    const struct hpc_task *peer);
+void hpc_task_tick(struct hpc_task *t, u64 now);
+u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
+
+u32 hpc_util(u64 run, u64 total);
+int hpc_classify(u32 util, const struct hpc_params *p);
+u32 hpc_decide(u32 prio, int own_class, int peer_class,
+	       const struct hpc_params *p);
+int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
+		   const struct hpc_params *p);
+
+#endif /* _KERNEL_SCHED_HPC_POLICY_H */

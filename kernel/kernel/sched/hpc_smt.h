@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SMT throughput model of the SCHED_HPC emulation backend.
+ *
+ * The speed of each context of a 2-way SMT core, relative to running alone
+ * (single-thread mode), as a function of its own hardware priority, its
+ * sibling's priority and whether the sibling is busy. The priorities act
+ * through POWER5's decode split; a concave map turns the decode share into
+ * speed. Shared by the kernel class, scx_hpc and the user-space tools.
+ *
+ * See Documentation/scheduler/sched-hpc-policy.rst for the calibration.
+ */
+#ifndef _KERNEL_SCHED_HPC_SMT_H
+#define _KERNEL_SCHED_HPC_SMT_H
+
+#include "hpc_types.h"
+
+/* Speed in permille of single-thread speed. */
+#define HPC_SMT_SCALE		1000U
+/* Decode share in units of 1/1024 of the decode cycles. */
+#define HPC_SHARE_SCALE		1024U
+/* Largest priority difference of the decode table (R = 64). */
+#define HPC_SMT_MAX_DIFF	5
+
+u32 hpc_smt_decode_share(u32 own, u32 sib);
+u32 hpc_smt_share_speed(u32 share);
+u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
+
+#endif /* _KERNEL_SCHED_HPC_SMT_H */
