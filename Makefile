@@ -1,0 +1,51 @@
+# hpcsched top-level Makefile.
+#
+#   make run      the main job (installs what it needs, builds, runs)
+#   make check    every test; ends with "N passed, N failed"
+#   make bench    benchmarks (ratios measured side by side)
+#   make kernel   the patched Linux 6.12 test kernel
+#
+# Each part adds its own targets and test suites from a fragment in its
+# directory; CHECK_SUITES collects the suites that 'make check' runs.
+
+SHELL      := /bin/bash
+TOP        := $(CURDIR)
+BUILD      ?= $(TOP)/build
+RESULTS    ?= $(BUILD)/results
+JOBS       ?= $(shell nproc)
+CMAKE_TYPE ?= RelWithDebInfo
+export RESULTS
+
+CHECK_SUITES :=
+
+.PHONY: all deps build run check bench clean distclean help
+
+all: build
+
+help:
+	@sed -n '3,8p' Makefile
+
+deps:
+	@tools/deps.sh
+
+$(BUILD)/CMakeCache.txt: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) \
+		-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+include tools/userspace.mk
+-include tools/kbuild/kernel.mk
+
+check: deps
+	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory -k $(addprefix check-,$(CHECK_SUITES)) || true
+	@echo; echo "===== summary ====="
+	@tests/summary $(CHECK_SUITES)
+
+clean:
+	rm -rf $(BUILD)
+
+distclean: clean
+	rm -rf build-kernel
