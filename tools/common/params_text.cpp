@@ -1,0 +1,73 @@
+#include "params_text.hpp"
+
+#include <charconv>
+#include <string>
+
+namespace hpc
+{
+
+bool parse_param_value(int id, std::string_view text, uint32_t &out)
+{
+	// Tolerate one trailing newline, as `echo` into sysfs does.
+	if (!text.empty() && text.back() == '\n')
+		text.remove_suffix(1);
+	if (text.empty())
+		return false;
+	if (id == HPC_P_HEURISTIC) {
+		int h = hpc_heuristic_lookup(std::string(text).c_str());
+		if (h < 0)
+			return false;
+		out = static_cast<uint32_t>(h);
+		return true;
+	}
+	uint32_t v = 0;
+	auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+	if (ec != std::errc() || ptr != text.data() + text.size())
+		return false;
+	out = v;
+	return true;
+}
+
+bool apply_setting(hpc_params &p, std::string_view setting, const hpc_prio_range *allowed,
+		   std::string &err)
+{
+	auto eq = setting.find('=');
+	if (eq == std::string_view::npos) {
+		err = "expected KEY=VALUE, got '" + std::string(setting) + "'";
+		return false;
+	}
+	std::string key(setting.substr(0, eq));
+	std::string_view val = setting.substr(eq + 1);
+	int id = hpc_param_lookup(key.c_str());
+	if (id < 0) {
+		err = "unknown parameter '" + key + "' (known:";
+		for (int i = 0; i < HPC_P_NR; i++)
+			err += std::string(" ") + hpc_param_names[i];
+		err += ")";
+		return false;
+	}
+	uint32_t v;
+	if (!parse_param_value(id, val, v)) {
+		err = key + ": '" + std::string(val) + "' is not a valid value" +
+		      (id == HPC_P_HEURISTIC ? " (uniform or adaptive)" : " (a whole number)");
+		return false;
+	}
+	hpc_params next = p;
+	hpc_param_put(&next, id, v);
+	if (int e = hpc_params_check(&next, allowed)) {
+		err = key + "=" + std::string(val) + ": " + hpc_param_err_str(e);
+		return false;
+	}
+	p = next;
+	return true;
+}
+
+std::string format_param(const hpc_params &p, int id)
+{
+	uint32_t v = hpc_param_get(&p, id);
+	if (id == HPC_P_HEURISTIC)
+		return v < HPC_HEUR_NR ? hpc_heuristic_names[v] : std::to_string(v);
+	return std::to_string(v);
+}
+
+} // namespace hpc

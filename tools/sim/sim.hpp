@@ -1,0 +1,96 @@
+// hpcsim: a deterministic discrete-event simulator of tasks on emulated SMT
+// cores, driving the SCHED_HPC policy core through the same event interface
+// the kernel class uses (sleep / wakeup with the sibling's class).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+extern "C" {
+#include "hpc_policy.h"
+#include "hpc_smt.h"
+}
+
+namespace hpcsim
+{
+
+// How a task waits at the synchronisation point. Spin: it keeps its context
+// busy (polling MPI), so its sibling stays in SMT mode. Block: it sleeps and
+// its sibling runs in single-thread mode.
+enum class WaitMode { Spin, Block };
+
+enum class Mode { Baseline, Static, Uniform, Adaptive };
+
+// From iteration `from` on, task i computes loads_ms[i] ms of single-thread
+// work per iteration.
+struct Phase {
+	int from = 0;
+	std::vector<double> loads_ms;
+};
+
+// Tasks 2k and 2k+1 share emulated SMT core k; all meet at a barrier at the
+// end of every iteration.
+struct Workload {
+	std::string name;
+	std::string description;
+	int iterations = 0;
+	WaitMode wait = WaitMode::Spin;
+	std::vector<Phase> phases;
+
+	int ntasks() const { return static_cast<int>(phases.front().loads_ms.size()); }
+	const Phase &phase_at(int iter) const;
+	int phase_index(int iter) const;
+	// Throws std::invalid_argument with a clear message on a bad workload.
+	void validate() const;
+};
+
+struct RunConfig {
+	Mode mode = Mode::Baseline;
+	std::vector<uint32_t> static_prio; // Mode::Static only
+	hpc_params params{};
+};
+
+struct TaskResult {
+	double comp_pct = 0; // time computing / total time
+	uint32_t final_prio = 0;
+	std::vector<uint32_t> prio;   // priority used in each iteration
+	std::vector<double> util_pct; // compute share of each iteration
+};
+
+struct RunResult {
+	std::string label;
+	double time_s = 0;
+	std::vector<double> iter_s; // length of each iteration
+	std::vector<TaskResult> tasks;
+	int prio_changes = 0; // over the whole run, all tasks
+};
+
+RunResult simulate(const Workload &w, const RunConfig &cfg);
+
+// The constant priority vector within [min_prio, max_prio] that gives the
+// shortest run (exhaustive search; ties go to the lowest priorities).
+std::vector<uint32_t> best_static(const Workload &w, const hpc_params &p);
+
+// Lower bound: each core's contexts split decode share continuously so that
+// both finish together (the best any priority scheme could do).
+double ideal_time_s(const Workload &w);
+
+// Iterations after the start of phase `phase` until every following
+// iteration of that phase is within `tol` of the phase's best static
+// iteration time; nullopt if it never settles.
+std::optional<int> settle_iterations(const Workload &w, const RunResult &r, int phase,
+				     const hpc_params &p, double tol = 0.02);
+
+// Built-in workloads derived from the paper's tables (paper-tables.json).
+Workload metbench(const nlohmann::json &paper, int iterations = 50);
+Workload metbenchvar(const nlohmann::json &paper, int k = 15);
+// A workload from a JSON spec (see tools/sim/README.md).
+Workload workload_from_json(const nlohmann::json &spec);
+
+const char *mode_name(Mode m);
+
+} // namespace hpcsim

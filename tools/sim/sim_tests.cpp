@@ -1,0 +1,256 @@
+// Regression tests of the policy core as the simulator drives it: the
+// calibration of the SMT model, convergence and stability of the heuristics,
+// and the error paths of specs, settings and the command line.
+#include "params_text.hpp"
+#include "report.hpp"
+#include "sim.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+using namespace hpcsim;
+using nlohmann::json;
+
+namespace
+{
+
+json paper()
+{
+	std::ifstream in(HPCSIM_PAPER_TABLES);
+	if (!in)
+		throw std::runtime_error("paper tables not found at " HPCSIM_PAPER_TABLES);
+	return json::parse(in);
+}
+
+hpc_params defaults()
+{
+	hpc_params p;
+	hpc_params_default(&p);
+	return p;
+}
+
+double gain(const RunResult &base, const RunResult &r)
+{
+	return 1 - r.time_s / base.time_s;
+}
+
+std::vector<uint32_t> final_prios(const RunResult &r)
+{
+	std::vector<uint32_t> v;
+	for (const auto &t : r.tasks)
+		v.push_back(t.final_prio);
+	return v;
+}
+
+// Runs `cmd` and returns its exit status and combined output.
+int run(const std::string &cmd, std::string &out)
+{
+	out.clear();
+	FILE *f = popen((cmd + " 2>&1").c_str(), "r");
+	if (!f)
+		return -1;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		out.append(buf, n);
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+} // namespace
+
+// The calibration: MetBench's static best priorities are the paper's (4,6,4,6)
+// and reproduce its static gain (Table III, 81.78 s -> 70.90 s) within a point.
+TEST(Calibration, MetBenchStaticGainMatchesPaper)
+{
+	const json pt = paper();
+	Comparison c = compare(metbench(pt), defaults());
+	const auto paper_static = pt["metbench"]["static"]["priority"].get<std::vector<uint32_t>>();
+	EXPECT_EQ(c.static_prio, paper_static);
+	const double paper_gain = 1 - pt["metbench"]["static"]["time_s"].get<double>() /
+					      pt["metbench"]["baseline"]["time_s"].get<double>();
+	EXPECT_NEAR(gain(c.baseline, c.stat), paper_gain, 0.01);
+	// The baseline reproduces the paper's per-rank % compute.
+	const auto comp = pt["metbench"]["baseline"]["comp"].get<std::vector<double>>();
+	for (size_t i = 0; i < comp.size(); i++)
+		EXPECT_NEAR(c.baseline.tasks[i].comp_pct, comp[i], 0.1) << "P" << i + 1;
+}
+
+TEST(Calibration, IdealBoundsEveryScheme)
+{
+	Comparison c = compare(metbench(paper()), defaults());
+	EXPECT_LE(c.ideal_s, c.stat.time_s);
+	EXPECT_LE(c.stat.time_s, c.baseline.time_s);
+	EXPECT_LE(c.ideal_s, c.uniform.time_s);
+	EXPECT_LE(c.ideal_s, c.adaptive.time_s);
+}
+
+TEST(Heuristics, MetBenchBalancesWithinTwoIterationsAndStaysStable)
+{
+	const Workload w = metbench(paper());
+	Comparison c = compare(w, defaults());
+	for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+		SCOPED_TRACE(r->label);
+		auto s = settle_iterations(w, *r, 0, defaults());
+		ASSERT_TRUE(s.has_value());
+		EXPECT_LE(*s, 2);
+		EXPECT_EQ(final_prios(*r), c.static_prio);
+		// No change at all once the priorities have reached the target.
+		for (const auto &t : r->tasks)
+			for (size_t i = 3; i < t.prio.size(); i++)
+				EXPECT_EQ(t.prio[i], t.prio[2]) << "iteration " << i;
+		EXPECT_GT(gain(c.baseline, *r), gain(c.baseline, c.stat) - 0.01);
+	}
+}
+
+TEST(Heuristics, MetBenchVarRebalancesAfterEveryReversal)
+{
+	const Workload w = metbenchvar(paper(), 15);
+	Comparison c = compare(w, defaults());
+	ASSERT_EQ(c.settle_uniform.size(), 3u);
+	for (size_t ph = 0; ph < 3; ph++) {
+		EXPECT_GE(c.settle_uniform[ph], 0) << "Uniform never re-balanced phase " << ph;
+		EXPECT_GE(c.settle_adaptive[ph], 0) << "Adaptive never re-balanced phase " << ph;
+		// Adaptive follows the last iteration: two decisions per reversal.
+		EXPECT_LE(c.settle_adaptive[ph], 2) << "phase " << ph;
+	}
+	// Uniform's global history makes it slower after each reversal.
+	EXPECT_GT(c.settle_uniform[1], c.settle_adaptive[1]);
+	// Stable once settled: at most one more step (the last of a two-step
+	// climb may land inside the 2 % band), then no change until the next
+	// reversal.
+	for (const auto &[r, settle] : {std::pair{&c.uniform, &c.settle_uniform},
+					std::pair{&c.adaptive, &c.settle_adaptive}}) {
+		for (size_t ph = 0; ph < 3; ph++) {
+			const int from = w.phases[ph].from + (*settle)[ph] + 2;
+			const int to = ph + 1 < 3 ? w.phases[ph + 1].from : w.iterations;
+			for (const auto &t : r->tasks)
+				for (int i = from + 1; i < to; i++)
+					EXPECT_EQ(t.prio[i], t.prio[from])
+						<< r->label << " phase " << ph << " iteration "
+						<< i;
+		}
+	}
+}
+
+TEST(Heuristics, BalancedPairsNeverChangePriority)
+{
+	json spec = {{"name", "balanced"}, {"iterations", 200}, {"loads_ms", {100, 100, 100, 100}}};
+	Workload w = workload_from_json(spec);
+	for (Mode m : {Mode::Uniform, Mode::Adaptive}) {
+		RunConfig cfg;
+		cfg.mode = m;
+		cfg.params = defaults();
+		RunResult r = simulate(w, cfg);
+		EXPECT_EQ(r.prio_changes, 0) << mode_name(m);
+		EXPECT_EQ(final_prios(r), std::vector<uint32_t>(4, HPC_PRIO_NORMAL));
+	}
+}
+
+TEST(Heuristics, BlockingWaitsLeaveLessToGain)
+{
+	Workload spin = metbench(paper());
+	Workload block = spin;
+	block.wait = WaitMode::Block;
+	Comparison cs = compare(spin, defaults()), cb = compare(block, defaults());
+	// With blocking waits the heavy context runs alone once its sibling sleeps.
+	EXPECT_LT(cb.baseline.time_s, cs.baseline.time_s);
+	EXPECT_LT(gain(cb.baseline, cb.stat), gain(cs.baseline, cs.stat));
+	EXPECT_GE(gain(cb.baseline, cb.stat), 0.0);
+}
+
+TEST(Simulator, Deterministic)
+{
+	const Workload w = metbenchvar(paper(), 15);
+	RunConfig cfg;
+	cfg.mode = Mode::Adaptive;
+	cfg.params = defaults();
+	RunResult a = simulate(w, cfg), b = simulate(w, cfg);
+	EXPECT_EQ(a.iter_s, b.iter_s);
+	EXPECT_EQ(a.time_s, b.time_s);
+}
+
+TEST(Simulator, OddTaskRunsAloneAtSingleThreadSpeed)
+{
+	json spec = {{"iterations", 3}, {"loads_ms", {10, 10, 30}}};
+	RunConfig cfg;
+	cfg.params = defaults();
+	RunResult r = simulate(workload_from_json(spec), cfg);
+	// Task 3 has no sibling: 30 ms at full speed; the pair: 10 ms at 60 %.
+	EXPECT_NEAR(r.iter_s[0], 0.030, 1e-9);
+	EXPECT_NEAR(r.tasks[0].util_pct[0], 100.0 * (10 / 0.6) / 30, 0.01);
+}
+
+TEST(Spec, RejectsBadWorkloads)
+{
+	const json bad[] = {
+		json::array(),
+		{{"iterations", 5}},
+		{{"iterations", 5}, {"loads_ms", {1, 2}}, {"bogus", 1}},
+		{{"iterations", 0}, {"loads_ms", {1, 2}}},
+		{{"iterations", 5}, {"loads_ms", {1, -2}}},
+		{{"iterations", 5}, {"loads_ms", json::array()}},
+		{{"iterations", 5}, {"wait", "sometimes"}, {"loads_ms", {1, 2}}},
+		{{"iterations", 5}, {"loads_ms", {1, 2}}, {"phases", json::array()}},
+		{{"iterations", 5}, {"phases", {{{"from", 1}, {"loads_ms", {1, 2}}}}}},
+		{{"iterations", 5},
+		 {"phases",
+		  {{{"from", 0}, {"loads_ms", {1, 2}}}, {{"from", 2}, {"loads_ms", {1}}}}}},
+		{{"iterations", 5},
+		 {"phases",
+		  {{{"from", 0}, {"loads_ms", {1, 2}}}, {{"from", 9}, {"loads_ms", {1, 2}}}}}},
+		{{"iterations", "five"}, {"loads_ms", {1, 2}}},
+	};
+	for (const auto &spec : bad)
+		EXPECT_THROW(workload_from_json(spec), std::invalid_argument) << spec.dump();
+}
+
+TEST(Settings, InvalidSettingChangesNothing)
+{
+	hpc_params p = defaults(), before = p;
+	std::string err;
+	const char *bad[] = {"low_util",    "low_util=",         "low_util=abc",
+			     "low_util=-1", "low_util=90",       "high_util=101",
+			     "min_prio=7",  "max_prio=3",        "heuristic=greedy",
+			     "nonsense=1",  "global_weight=101", "low_util=1x"};
+	for (const char *s : bad) {
+		err.clear();
+		EXPECT_FALSE(hpc::apply_setting(p, s, nullptr, err)) << s;
+		EXPECT_FALSE(err.empty()) << s;
+		EXPECT_EQ(0, memcmp(&p, &before, sizeof p)) << s;
+	}
+	hpc_prio_range power{1, 6};
+	EXPECT_FALSE(hpc::apply_setting(p, "max_prio=7", &power, err));
+	EXPECT_TRUE(hpc::apply_setting(p, "heuristic=adaptive", nullptr, err)) << err;
+	EXPECT_EQ(p.heuristic, (uint32_t)HPC_HEUR_ADAPTIVE);
+	EXPECT_TRUE(hpc::apply_setting(p, "last_weight=70", nullptr, err)) << err;
+	EXPECT_EQ(p.global_weight, 30u);
+	EXPECT_EQ(hpc::format_param(p, HPC_P_HEURISTIC), "adaptive");
+}
+
+TEST(Cli, TableRunsAndErrorsAreClear)
+{
+	std::string out;
+	const std::string bin = HPCSIM_BIN;
+	const std::string paper_opt = std::string(" --paper ") + HPCSIM_PAPER_TABLES;
+	EXPECT_EQ(run(bin + " table --workload metbench" + paper_opt, out), 0) << out;
+	EXPECT_NE(out.find("Uniform"), std::string::npos);
+	EXPECT_EQ(run(bin + " table --workload metbench --json" + paper_opt, out), 0) << out;
+	json j = json::parse(out);
+	EXPECT_EQ(j["static_prio"].get<std::vector<int>>(), (std::vector<int>{4, 6, 4, 6}));
+
+	EXPECT_EQ(run(bin + " table --workload metbench --set low_util=95" + paper_opt, out), 2);
+	EXPECT_NE(out.find("low_util must be below high_util"), std::string::npos) << out;
+	EXPECT_NE(run(bin + " table --workload nosuch", out), 0);
+	EXPECT_EQ(run(bin + " table --workload metbench --paper /nonexistent", out), 2);
+	EXPECT_NE(out.find("cannot open"), std::string::npos) << out;
+	EXPECT_EQ(run(bin + " table --spec /nonexistent.json", out), 2);
+	EXPECT_EQ(run(bin + " run --workload metbench --mode static --static 4,9,4,6" + paper_opt,
+		      out),
+		  2);
+	EXPECT_NE(out.find("priorities are 0..7"), std::string::npos) << out;
+	EXPECT_NE(run(bin, out), 0);
+}
