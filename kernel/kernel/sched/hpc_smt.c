@@ -35,7 +35,7 @@ static const struct hpc_smt_knot hpc_smt_knots[] = {
 	{ 1024, 710 },
 };
 
-#define HPC_SMT_NR_KNOTS	(sizeof(hpc_smt_knots) / sizeof(hpc_smt_knots[0]))
+#define HPC_SMT_NR_KNOTS	ARRAY_SIZE(hpc_smt_knots)
 
 /* Speed (permille) of a busy context that gets @share of the decode cycles. */
 u32 hpc_smt_share_speed(u32 share)

@@ -11,20 +11,26 @@
 
 #if defined(__KERNEL__)
 #include <linux/types.h>
+#include <linux/array_size.h>
 #include <linux/math64.h>
 #define hpc_div64(a, b)		div64_u64((a), (b))
 #elif defined(__bpf__)
 /* BPF programs include vmlinux.h first: it provides u8..u64, s32, s64, bool. */
 #define hpc_div64(a, b)		((a) / (b))
 #else
-#include <stdint.h>
+/* User space: the kernel's UAPI types (linux-libc-dev), no libc. */
+#include <linux/types.h>
 #include <stdbool.h>
-typedef uint8_t u8;
-typedef uint32_t u32;
-typedef int32_t s32;
-typedef uint64_t u64;
-typedef int64_t s64;
+typedef __u8 u8;
+typedef __u32 u32;
+typedef __s32 s32;
+typedef __u64 u64;
+typedef __s64 s64;
 #define hpc_div64(a, b)		((a) / (b))
+#endif
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 #endif
 
 #ifndef NULL
