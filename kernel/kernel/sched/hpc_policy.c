@@ -274,10 +274,11 @@ void hpc_task_sleep(struct hpc_task *t, u64 now)
 	t->state = HPC_TASK_SLEEPING;
 }
 
-/* Close the current iteration with @run compute and @wait waiting, and decide. */
-static void hpc_close(struct hpc_task *t, u64 now, u64 run, u64 wait,
+/* Close the current iteration (t->cur_run computing, @wait waiting); decide. */
+static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 		      const struct hpc_params *p, int peer_class)
 {
+	u64 run = t->cur_run;
 	u64 total = run + wait;
 	u32 prev_global = t->global_util;
 
@@ -321,17 +322,21 @@ int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
 		t->cur_run += wait;
 		return 0;
 	}
-	hpc_close(t, now, t->cur_run, wait, p, peer_class);
+	hpc_close(t, now, wait, p, peer_class);
 	return 1;
 }
 
 /*
  * The task on the sibling context (snapshot @peer) has closed an iteration.
  * A task on the critical path never waits, so it would never close an
- * iteration and never be judged: if @t computed through the sibling's whole
- * last iteration without closing one of its own, its iteration closes now
- * with no wait, judged against the sibling's iteration that just closed. Idempotent: after
- * it closed, the condition no longer holds for the same sibling iteration.
+ * iteration and never be judged: if @t has not waited through the sibling's
+ * last iteration, its iteration closes now with no wait, judged against the
+ * sibling's iteration that just closed. @t qualifies when it has closed
+ * nothing since the sibling's latest close, and its own last close was
+ * either before the sibling's last iteration began or one of these no-wait
+ * closes (the previous cycle's, which may come a tick after the sibling's
+ * wake-up). Idempotent: once closed, @t no longer qualifies until the
+ * sibling closes again.
  * Returns 1 if an iteration closed, 0 otherwise.
  */
 int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
@@ -340,14 +345,15 @@ int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
 {
 	u64 peer_prev_start;
 
-	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter)
+	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter ||
+	    now < peer->iter_start || t->iter_start >= peer->iter_start)
 		return 0;
 	peer_prev_start = hpc_since(peer->iter_start,
 				    peer->last_run + peer->last_wait);
-	if (t->iter_start > peer_prev_start || now < peer->iter_start)
+	if (t->iter_start > peer_prev_start && t->last_wait)
 		return 0;
 	hpc_task_tick(t, now);
-	hpc_close(t, now, t->cur_run, 0, p, hpc_classify(peer->last_util, p));
+	hpc_close(t, now, 0, p, hpc_classify(peer->last_util, p));
 	return 1;
 }
 
