@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SMT throughput model (hpc_smt.c): the POWER5 decode split of
+ * paper-tables.json power5_decode_split, the shape of the share -> speed map,
+ * the special priorities, and the calibration against MetBench (paper
+ * Table III).
+ */
+#include "hpc_test.h"
+
+static u32 speed(u32 own, u32 sib)
+{
+	return hpc_smt_speed(own, sib, true);
+}
+
+/*
+ * Decode share against paper-tables.json power5_decode_split: with d = a - b,
+ * R = 2^(d+1), the higher context gets cycles_high / R, the lower
+ * cycles_low / R, here in 1/1024 units (exact: R divides 1024). Priorities
+ * 2..6 give d = 0..4; d = 5 only occurs as (6, 1), priority 1 being the
+ * background priority that gets the 1/64 leftovers.
+ */
+static void decode_split_matches_paper(void **state)
+{
+	static const unsigned int rows[][4] = PAPER_DECODE_ROWS;
+	unsigned int i, nr = 0;
+	u32 a, b;
+
+	require_paper_tables();
+	assert_int_equal(PAPER_DECODE_NR_ROWS, 6);
+	for (i = 0; i < PAPER_DECODE_NR_ROWS; i++) {
+		u32 d = rows[i][0], r = rows[i][1];
+		u32 hi = HPC_SHARE_SCALE * rows[i][2] / r;
+		u32 lo = HPC_SHARE_SCALE * rows[i][3] / r;
+
+		assert_int_equal(d, i);
+		assert_int_equal(r, 1U << (d + 1));
+		assert_int_equal(rows[i][2] + rows[i][3], r);
+		for (a = 1; a <= 6; a++) {
+			for (b = 1; b <= a; b++) {
+				if (a - b != d)
+					continue;
+				/* Priority 1 is outside the table below d = 5. */
+				if (b == 1 && d != HPC_SMT_MAX_DIFF &&
+				    !(a == 1 && d == 0))
+					continue;
+				if (hpc_smt_decode_share(a, b) != hi ||
+				    hpc_smt_decode_share(b, a) != lo)
+					fail_msg("d=%u (%u,%u): shares %u/%u, paper %u/%u",
+						 d, a, b,
+						 hpc_smt_decode_share(a, b),
+						 hpc_smt_decode_share(b, a),
+						 hi, lo);
+				nr++;
+			}
+		}
+	}
+	/* d=0: 6 pairs, d=1..4: 4,3,2,1 pairs, d=5: (6,1). */
+	assert_int_equal(nr, 6 + 4 + 3 + 2 + 1 + 1);
+	(void)state;
+}
+
+/* The two contexts share the decode cycles: shares add up to 1024. */
+static void decode_shares_complement(void **state)
+{
+	u32 a, b;
+
+	for (a = 1; a <= 6; a++)
+		for (b = 1; b <= 6; b++)
+			assert_int_equal(hpc_smt_decode_share(a, b) +
+					 hpc_smt_decode_share(b, a),
+					 HPC_SHARE_SCALE);
+	/* A background context gets the leftovers against any foreground. */
+	for (b = 2; b <= 6; b++)
+		assert_int_equal(hpc_smt_decode_share(1, b), HPC_SHARE_SCALE / 64);
+	(void)state;
+}
+
+/* Monotonic, 0 at 0, flat from the full share on. */
+static void share_speed_monotonic(void **state)
+{
+	u32 s;
+
+	assert_int_equal(hpc_smt_share_speed(0), 0);
+	assert_int_equal(hpc_smt_share_speed(HPC_SHARE_SCALE / 2), 600);
+	for (s = 0; s < HPC_SHARE_SCALE + 64; s++)
+		assert_true(hpc_smt_share_speed(s + 1) >= hpc_smt_share_speed(s));
+	assert_int_equal(hpc_smt_share_speed(HPC_SHARE_SCALE + 1),
+			 hpc_smt_share_speed(HPC_SHARE_SCALE));
+	assert_int_equal(hpc_smt_share_speed(UINT32_MAX),
+			 hpc_smt_share_speed(HPC_SHARE_SCALE));
+	assert_true(hpc_smt_share_speed(HPC_SHARE_SCALE) <= HPC_SMT_SCALE);
+	(void)state;
+}
+
+/*
+ * Concave: slopes never increase. Integer interpolation rounds each value
+ * down (error below 1 permille), so every comparison allows 1 permille.
+ */
+static void share_speed_concave(void **state)
+{
+	static const u32 steps[] = { 1, 4, 16, 64, 128 };
+	unsigned int k;
+	u32 x, h;
+
+	for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		u32 st = steps[k];
+
+		for (x = st; x + st <= HPC_SHARE_SCALE; x += st) {
+			int left = (int)hpc_smt_share_speed(x) -
+				   (int)hpc_smt_share_speed(x - st);
+			int right = (int)hpc_smt_share_speed(x + st) -
+				    (int)hpc_smt_share_speed(x);
+
+			if (right > left + 1)
+				fail_msg("slope rises at share %u (step %u): %d -> %d",
+					 x, st, left, right);
+		}
+	}
+	/* Midpoint concavity: f(x) >= (f(x - h) + f(x + h)) / 2. */
+	for (x = 1; x < HPC_SHARE_SCALE; x++)
+		for (h = 1; h <= x && x + h <= HPC_SHARE_SCALE; h++) {
+			u32 m = hpc_smt_share_speed(x);
+			u32 ends = hpc_smt_share_speed(x - h) +
+				   hpc_smt_share_speed(x + h);
+
+			if (2 * m + 2 < ends)
+				fail_msg("not concave at %u +- %u: %u < (%u) / 2",
+					 x, h, m, ends);
+		}
+	(void)state;
+}
+
+/* Equal priorities: the same speed for both. Higher never slower. */
+static void priority_order(void **state)
+{
+	u32 a, b;
+
+	for (a = 1; a <= 6; a++)
+		assert_int_equal(speed(a, a), speed(4, 4));
+	for (a = 1; a <= 6; a++) {
+		for (b = 1; b <= 6; b++) {
+			if (a > b)
+				assert_true(speed(a, b) >= speed(b, a));
+			if (a < 6)
+				assert_true(speed(a + 1, b) >= speed(a, b));
+			if (b < 6)
+				assert_true(speed(a, b + 1) <= speed(a, b));
+			/* Sharing a core is never faster than running alone. */
+			assert_true(speed(a, b) <= HPC_SMT_SCALE);
+		}
+	}
+	(void)state;
+}
+
+/*
+ * Throughput: two busy contexts together do at least what one does at equal
+ * priority, and at most twice that (the concave map makes the even split
+ * the most productive), which is below twice the single-thread speed.
+ */
+static void pair_throughput(void **state)
+{
+	u32 one = speed(4, 4), a, b;
+
+	for (a = 1; a <= 6; a++) {
+		for (b = 1; b <= 6; b++) {
+			u32 sum = speed(a, b) + speed(b, a);
+
+			if (sum < one || sum > 2 * one)
+				fail_msg("(%u,%u): %u + %u outside %u..%u", a, b,
+					 speed(a, b), speed(b, a), one, 2 * one);
+			assert_true(sum <= 2 * HPC_SMT_SCALE);
+		}
+	}
+	/* And SMT pays: the even pair beats one thread alone. */
+	assert_true(2 * one > HPC_SMT_SCALE);
+	(void)state;
+}
+
+static void special_priorities(void **state)
+{
+	u32 a, b;
+
+	for (b = 0; b <= 7; b++) {
+		/* Own context off. */
+		assert_int_equal(hpc_smt_speed(0, b, true), 0);
+		assert_int_equal(hpc_smt_speed(0, b, false), 0);
+	}
+	for (a = 1; a <= 7; a++) {
+		/* Sibling idle, or off: full speed. */
+		for (b = 0; b <= 7; b++)
+			assert_int_equal(hpc_smt_speed(a, b, false), HPC_SMT_SCALE);
+		assert_int_equal(hpc_smt_speed(a, 0, true), HPC_SMT_SCALE);
+		/* Own single-thread mode. */
+		assert_int_equal(hpc_smt_speed(7, a, true), HPC_SMT_SCALE);
+	}
+	/* Sibling in single-thread mode: nothing left. */
+	for (a = 1; a <= 6; a++)
+		assert_int_equal(hpc_smt_speed(a, 7, true), 0);
+	/* Background priority 1 gets the smallest share of all. */
+	for (b = 2; b <= 6; b++) {
+		for (a = 2; a <= 6; a++)
+			assert_true(speed(1, b) < speed(a, b));
+		assert_true(speed(1, b) < speed(2, 6));
+		assert_true(speed(1, b) > 0);
+	}
+	(void)state;
+}
+
+/*
+ * Calibration points: the table of Documentation/scheduler/
+ * sched-hpc-policy.rst ("Resulting table", permille of single-thread speed),
+ * from the knots of hpc_smt.c. d = 5 is (6, 1), priority 1 getting the
+ * table's smallest share. The low side of d = 1 is 316.67, rounded down.
+ */
+static void calibration_points(void **state)
+{
+	static const u32 high[6] = { 600, 688, 700, 705, 707, 708 };
+	static const u32 low[6] = { 600, 316, 175, 87, 43, 21 };
+	u32 d;
+
+	for (d = 0; d <= 4; d++) {
+		assert_int_equal(speed(2 + d, 2), high[d]);
+		assert_int_equal(speed(2, 2 + d), low[d]);
+		assert_int_equal(speed(6, 6 - d), high[d]);
+		assert_int_equal(speed(6 - d, 6), low[d]);
+	}
+	assert_int_equal(speed(6, 1), high[5]);
+	assert_int_equal(speed(1, 6), low[5]);
+	/* The doc's derivation: MetBench's heavy task at 99.64 % compute in
+	 * the static run pins the high side of d = 2 at >= 1.158 * 600. */
+	assert_true(speed(6, 4) >= 695);
+	(void)state;
+}
+
+/*
+ * "Most of what a higher priority can win is won by d = 2 (92 % of the gain
+ * of d = 5)" (hpc_smt.c), d = 5 being (6, 1): (700 - 600) / (708 - 600).
+ */
+static void calibration_d2_wins_most(void **state)
+{
+	u32 g2 = speed(6, 4) - speed(4, 4);
+	u32 g5 = speed(6, 1) - speed(4, 4);
+
+	assert_true(g5 > g2);
+	assert_int_equal(100 * g2 / g5, 92);
+	/* The low side loses steeply: below a third of the even speed at d = 2. */
+	assert_true(3 * speed(4, 6) < speed(4, 4));
+	(void)state;
+}
+
+/*
+ * MetBench model (paper Table III, paper-tables.json metbench). P1 (light)
+ * and P2 (heavy) share a core. In the baseline the MPI waits poll, so the two
+ * contexts always co-run at priorities (4, 4): the heavy task computes all
+ * the time at speed(4, 4); the light one computes comp[0] = 25.34 % of the
+ * time, so its work is 0.2534 of the heavy one's. Per unit of heavy work:
+ *   baseline time = 1 / speed(4, 4)
+ *   static time   = max(1 / speed(heavy, light), 0.2534 / speed(light, heavy))
+ */
+static double metbench_time(u32 light_prio, u32 heavy_prio)
+{
+	static const double comp[4] = PAPER_METBENCH_BASELINE_COMP;
+	double t_heavy = 1.0 / speed(heavy_prio, light_prio);
+	double t_light = comp[0] / 100.0 / speed(light_prio, heavy_prio);
+
+	return t_heavy > t_light ? t_heavy : t_light;
+}
+
+static double metbench_gain(u32 light_prio, u32 heavy_prio)
+{
+	return 100.0 * (1.0 - metbench_time(light_prio, heavy_prio) /
+			      metbench_time(4, 4));
+}
+
+/* The model's best static priorities in [4, 6] are the paper's (4, 6). */
+static void calibration_metbench_best_static(void **state)
+{
+	static const double comp[4] = PAPER_METBENCH_BASELINE_COMP;
+	static const int static_prio[4] = PAPER_METBENCH_STATIC_PRIO;
+	u32 l, h, best_l = 0, best_h = 0;
+	double best = 1e9;
+
+	require_paper_tables();
+	assert_true(comp[0] < 50.0 && comp[1] > 99.0);	/* P1 light, P2 heavy */
+	for (l = HPC_DEF_MIN_PRIO; l <= HPC_DEF_MAX_PRIO; l++)
+		for (h = HPC_DEF_MIN_PRIO; h <= HPC_DEF_MAX_PRIO; h++)
+			if (metbench_time(l, h) < best) {
+				best = metbench_time(l, h);
+				best_l = l;
+				best_h = h;
+			}
+	assert_int_equal(best_l, static_prio[0]);
+	assert_int_equal(best_h, static_prio[1]);
+	/* (4, 5) gains, a little less. */
+	assert_true(metbench_gain(4, 5) > 0.0);
+	assert_true(metbench_gain(4, 5) < metbench_gain(4, 6));
+	(void)state;
+}
+
+/*
+ * The calibration: the model's gain at the static priorities, 1 - static /
+ * baseline, must be the paper's 81.78 s -> 70.90 s (13.3 %) within 1 point.
+ */
+static void calibration_metbench_static_gain(void **state)
+{
+	static const int base_prio[4] = PAPER_METBENCH_BASELINE_PRIO;
+	static const int static_prio[4] = PAPER_METBENCH_STATIC_PRIO;
+	double model_gain, paper_gain;
+
+	require_paper_tables();
+	assert_int_equal(base_prio[0], 4);
+	assert_int_equal(base_prio[1], 4);
+	model_gain = metbench_gain(static_prio[0], static_prio[1]);
+	paper_gain = 100.0 * (1.0 - PAPER_METBENCH_STATIC_TIME_S /
+				    PAPER_METBENCH_BASELINE_TIME_S);
+	print_message("# MetBench static gain: model %.2f %%, paper %.2f %%\n",
+		      model_gain, paper_gain);
+	if (model_gain < paper_gain - 1.0 || model_gain > paper_gain + 1.0)
+		fail_msg("model gain %.2f %% is not within 1 point of the paper's %.2f %%",
+			 model_gain, paper_gain);
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(decode_split_matches_paper),
+		cmocka_unit_test(decode_shares_complement),
+		cmocka_unit_test(share_speed_monotonic),
+		cmocka_unit_test(share_speed_concave),
+		cmocka_unit_test(priority_order),
+		cmocka_unit_test(pair_throughput),
+		cmocka_unit_test(special_priorities),
+		cmocka_unit_test(calibration_points),
+		cmocka_unit_test(calibration_d2_wins_most),
+		cmocka_unit_test(calibration_metbench_best_static),
+		cmocka_unit_test(calibration_metbench_static_gain),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
