@@ -37,6 +37,8 @@ build: deps $(BUILD)/CMakeCache.txt
 
 include tools/userspace.mk
 -include tools/kbuild/kernel.mk
+-include sched_ext/scx.mk
+-include bench/metbench/metbench.mk
 
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)

@@ -1,0 +1,736 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libhpcmon: PMPI monitor, LD_PRELOAD-able into unmodified MPI programs.
+ *
+ * Wrapped blocking calls (the "wait" of an iteration): MPI_Barrier, MPI_Wait,
+ * MPI_Waitall, MPI_Waitany, MPI_Recv, MPI_Probe, MPI_Sendrecv, MPI_Bcast,
+ * MPI_Reduce, MPI_Allreduce, MPI_Gather, MPI_Scatter, MPI_Allgather,
+ * MPI_Alltoall. Also MPI_Init, MPI_Init_thread and MPI_Finalize.
+ *
+ * Iterations: compute runs between wrapped calls. Consecutive blocking calls
+ * separated by less than min_wait of compute form one wait phase; when a wait
+ * phase reaches min_wait (HPCMON_MIN_WAIT_US, default 100 us) the iteration
+ * closes at the exit of that call (compute resumes) and is published as an
+ * hpcmon_record datagram. A wait phase that stays shorter is counted as
+ * compute, like the policy core does with short sleeps.
+ *
+ * Per wrapped call: two clock_gettime (vDSO) and no syscall; one sendto per
+ * closed iteration (MSG_DONTWAIT, dropped when nobody listens).
+ */
+#include "hpcmon_proto.h"
+
+extern "C" {
+#include "hpc_policy.h"
+}
+
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mpi.h>
+#include <pthread.h>
+#include <string>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <vector>
+
+namespace
+{
+
+struct Config {
+	uint64_t min_wait_ns = HPC_DEF_MIN_WAIT_US * 1000ULL;
+	bool blocking = false;
+	long max_sleep_ns = 200000;
+	bool quiet = false;
+	std::string report_path;
+	std::vector<int> ignore;
+	size_t max_iters = 100000;
+};
+
+struct State {
+	bool active = false; // between MPI_Init and MPI_Finalize
+	int depth = 0;       // wrapped calls in progress (PMPI may re-enter)
+	pthread_t main_thread{};
+	int rank = 0, size = 1;
+	int32_t pid = 0;
+	uint32_t job = 0;
+	uint64_t t_init = 0;
+	uint64_t last_exit = 0; // exit of the last wrapped call (or init)
+	uint64_t run = 0;       // compute of the current iteration
+	uint64_t wait = 0;      // current wait phase (not yet closed)
+	uint64_t nr_iter = 0, sum_run = 0, sum_wait = 0;
+	uint64_t blocked = 0, calls = 0;
+	std::vector<uint64_t> iter_run; // per closed iteration, up to max_iters
+	int sock = -1;
+	sockaddr_un addr{};
+	socklen_t addrlen = 0;
+	uint64_t sent = 0, dropped = 0;
+	uint64_t cpu0 = 0, nvcsw0 = 0, nivcsw0 = 0; // at MPI_Init: reported as deltas
+};
+
+Config cfg;
+State st;
+
+inline uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + ts.tv_nsec;
+}
+
+void warn(const char *fmt, const char *what)
+{
+	fprintf(stderr, "hpcmon: ");
+	fprintf(stderr, fmt, what);
+	fputc('\n', stderr);
+}
+
+uint64_t env_u64(const char *name, uint64_t def, uint64_t max)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max || s[0] == '-') {
+		warn("ignoring bad %s", name);
+		return def;
+	}
+	return v;
+}
+
+uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ static_cast<unsigned char>(*s)) * 16777619u;
+	return h;
+}
+
+uint32_t job_id()
+{
+	for (const char *v : {"HPCMON_JOB", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+			      "PMI_KVSNAME", "SLURM_JOB_ID"}) {
+		const char *s = getenv(v);
+		if (s && *s)
+			return fnv1a(s);
+	}
+	char buf[32];
+	snprintf(buf, sizeof(buf), "ppid:%d", static_cast<int>(getppid()));
+	return fnv1a(buf);
+}
+
+void load_config()
+{
+	cfg.min_wait_ns =
+		env_u64("HPCMON_MIN_WAIT_US", HPC_DEF_MIN_WAIT_US, HPC_MAX_MIN_WAIT_US) * 1000ULL;
+	cfg.blocking = env_u64("HPCMON_BLOCKING_WAIT", 0, 1) == 1;
+	cfg.max_sleep_ns = static_cast<long>(env_u64("HPCMON_MAX_SLEEP_US", 200, 100000) * 1000);
+	if (cfg.max_sleep_ns < 1000)
+		cfg.max_sleep_ns = 1000;
+	cfg.quiet = env_u64("HPCMON_QUIET", 0, 1) == 1;
+	cfg.max_iters = env_u64("HPCMON_MAX_ITERS", 100000, 100000000);
+	if (const char *r = getenv("HPCMON_REPORT"))
+		cfg.report_path = r;
+	if (const char *ig = getenv("HPCMON_IGNORE_RANKS")) {
+		std::string s(ig);
+		size_t pos = 0;
+		while (pos <= s.size()) {
+			size_t c = s.find(',', pos);
+			std::string tok =
+				s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+			if (!tok.empty()) {
+				char *end;
+				long v = strtol(tok.c_str(), &end, 10);
+				if (*end || v < 0)
+					warn("ignoring bad rank '%s' in HPCMON_IGNORE_RANKS",
+					     tok.c_str());
+				else
+					cfg.ignore.push_back(static_cast<int>(v));
+			}
+			if (c == std::string::npos)
+				break;
+			pos = c + 1;
+		}
+	}
+}
+
+void open_socket()
+{
+	const char *path = getenv("HPCD_SOCKET");
+	if (!path)
+		path = HPCMON_DEFAULT_SOCKET;
+	if (!*path)
+		return; // HPCD_SOCKET="" : publishing off
+	if (strlen(path) >= sizeof(st.addr.sun_path)) {
+		warn("HPCD_SOCKET path too long: %s", path);
+		return;
+	}
+	st.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (st.sock < 0)
+		return;
+	st.addr.sun_family = AF_UNIX;
+	strcpy(st.addr.sun_path, path);
+	st.addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + strlen(path) + 1);
+}
+
+void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uint64_t end)
+{
+	if (st.sock < 0)
+		return;
+	hpcmon_record r{};
+	r.magic = HPCMON_MAGIC;
+	r.version = HPCMON_VERSION;
+	r.kind = kind;
+	r.pid = st.pid;
+	r.rank = st.rank;
+	r.size = st.size;
+	r.job = st.job;
+	r.iteration = iteration;
+	r.run_ns = run;
+	r.wait_ns = wait;
+	r.end_ns = end;
+	if (sendto(st.sock, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL,
+		   reinterpret_cast<const sockaddr *>(&st.addr), st.addrlen) == sizeof(r))
+		st.sent++;
+	else
+		st.dropped++;
+}
+
+void usage_now(uint64_t &cpu, uint64_t &nvcsw, uint64_t &nivcsw)
+{
+	rusage ru{};
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+	      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+	nvcsw = static_cast<uint64_t>(ru.ru_nvcsw);
+	nivcsw = static_cast<uint64_t>(ru.ru_nivcsw);
+}
+
+void after_init()
+{
+	load_config();
+	PMPI_Comm_rank(MPI_COMM_WORLD, &st.rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &st.size);
+	st.pid = static_cast<int32_t>(getpid());
+	st.job = job_id();
+	st.main_thread = pthread_self();
+	st.iter_run.reserve(cfg.max_iters < 4096 ? cfg.max_iters : 4096);
+	open_socket();
+	usage_now(st.cpu0, st.nvcsw0, st.nivcsw0);
+	st.t_init = st.last_exit = now_ns();
+	publish(HPCMON_HELLO, 0, 0, 0, st.t_init);
+	st.active = true;
+}
+
+void close_iteration(uint64_t end)
+{
+	if (st.iter_run.size() < cfg.max_iters)
+		st.iter_run.push_back(st.run);
+	st.sum_run += st.run;
+	st.sum_wait += st.wait;
+	publish(HPCMON_ITERATION, st.nr_iter, st.run, st.wait, end);
+	st.nr_iter++;
+	st.run = 0;
+	st.wait = 0;
+}
+
+// Compute ran from the last exit to @t: a gap of at least min_wait ends the
+// wait phase; if that phase did not reach min_wait, it was compute after all.
+inline void account_gap(uint64_t t)
+{
+	uint64_t gap = t > st.last_exit ? t - st.last_exit : 0;
+	if (gap >= cfg.min_wait_ns && st.wait) {
+		st.run += st.wait;
+		st.wait = 0;
+	}
+	st.run += gap;
+}
+
+// RAII guard around one wrapped call.
+class Phase
+{
+public:
+	Phase()
+	{
+		on_ = st.active && st.depth == 0 && pthread_equal(pthread_self(), st.main_thread);
+		if (!on_)
+			return;
+		st.depth++;
+		t_in_ = now_ns();
+		account_gap(t_in_);
+	}
+	~Phase()
+	{
+		if (!on_)
+			return;
+		uint64_t t = now_ns();
+		st.depth--;
+		uint64_t d = t - t_in_;
+		st.wait += d;
+		st.blocked += d;
+		st.calls++;
+		st.last_exit = t;
+		if (st.wait >= cfg.min_wait_ns)
+			close_iteration(t);
+	}
+	Phase(const Phase &) = delete;
+	Phase &operator=(const Phase &) = delete;
+
+private:
+	bool on_;
+	uint64_t t_in_ = 0;
+};
+
+// Blocking-wait mode: poll until done, sleeping with exponential back-off so
+// that the OS (SCHED_HPC, scx_hpc) sees the wait as a sleep.
+class Backoff
+{
+public:
+	void sleep()
+	{
+		struct timespec ts = {0, ns_};
+		nanosleep(&ts, nullptr);
+		if (ns_ < cfg.max_sleep_ns)
+			ns_ = ns_ * 2 < cfg.max_sleep_ns ? ns_ * 2 : cfg.max_sleep_ns;
+	}
+
+private:
+	long ns_ = 5000;
+};
+
+int wait_req(MPI_Request *req, MPI_Status *status)
+{
+	Backoff b;
+	for (;;) {
+		int done = 0, rc = PMPI_Test(req, &done, status);
+		if (rc != MPI_SUCCESS || done)
+			return rc;
+		b.sleep();
+	}
+}
+
+template <class Start> int blocking_via(Start start, MPI_Status *status = MPI_STATUS_IGNORE)
+{
+	MPI_Request req;
+	int rc = start(&req);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	return wait_req(&req, status);
+}
+
+inline bool use_blocking()
+{
+	return cfg.blocking && st.active && pthread_equal(pthread_self(), st.main_thread);
+}
+
+// Utilisation in percent, as the policy core computes it (0.01 % resolution).
+double pct(uint64_t a, uint64_t b)
+{
+	return hpc_util(a, b) / (HPC_UTIL_SCALE / 100.0);
+}
+
+struct Totals {
+	int32_t rank;
+	int32_t ignored;
+	uint64_t nr_iter, comp_ns, wait_ns, blocked_ns, wall_ns, cpu_ns, nvcsw, nivcsw, calls, sent,
+		dropped, kept;
+};
+
+bool ignored(int rank)
+{
+	for (int r : cfg.ignore)
+		if (r == rank)
+			return true;
+	return false;
+}
+
+// LIP (container paper, eq. 1-3) of the compute times @c: max_p |c_p - mean| / c_p.
+// Negative if some c_p is 0 (undefined).
+double lip_of(const std::vector<double> &c)
+{
+	if (c.empty())
+		return -1;
+	double mean = 0, lip = 0;
+	for (double x : c)
+		mean += x;
+	mean /= static_cast<double>(c.size());
+	for (double x : c) {
+		if (x <= 0)
+			return -1;
+		lip = std::fmax(lip, std::fabs(x - mean) / x);
+	}
+	return lip;
+}
+
+void finalize_report()
+{
+	uint64_t t = now_ns();
+	account_gap(t);
+	st.active = false;
+	// A pending wait phase shorter than min_wait is compute.
+	uint64_t comp = st.sum_run + st.run + st.wait;
+	publish(HPCMON_BYE, st.nr_iter, st.sum_run, st.sum_wait, t);
+
+	Totals mine{};
+	usage_now(mine.cpu_ns, mine.nvcsw, mine.nivcsw);
+	mine.cpu_ns -= st.cpu0;
+	mine.nvcsw -= st.nvcsw0;
+	mine.nivcsw -= st.nivcsw0;
+	mine.rank = st.rank;
+	mine.ignored = ignored(st.rank);
+	mine.nr_iter = st.nr_iter;
+	mine.comp_ns = comp;
+	mine.wait_ns = st.sum_wait;
+	mine.blocked_ns = st.blocked;
+	mine.wall_ns = t - st.t_init;
+	mine.calls = st.calls;
+	mine.sent = st.sent;
+	mine.dropped = st.dropped;
+	mine.kept = st.iter_run.size();
+
+	std::vector<Totals> all(st.rank == 0 ? st.size : 0);
+	PMPI_Gather(&mine, sizeof(Totals), MPI_BYTE, all.data(), sizeof(Totals), MPI_BYTE, 0,
+		    MPI_COMM_WORLD);
+
+	// Per-iteration LIP if every included rank closed the same number of iterations.
+	uint64_t mm[2] = {mine.ignored ? UINT64_MAX : mine.kept,
+			  mine.ignored ? UINT64_MAX : ~mine.kept};
+	uint64_t red[2];
+	PMPI_Allreduce(mm, red, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+	uint64_t kmin = red[0], kmax = ~red[1];
+	bool per_iter = kmin == kmax && kmin > 0 && kmin != UINT64_MAX;
+	std::vector<uint64_t> iters;
+	if (per_iter) {
+		std::vector<uint64_t> send(kmin, 0);
+		if (!mine.ignored)
+			std::copy(st.iter_run.begin(), st.iter_run.begin() + kmin, send.begin());
+		iters.resize(st.rank == 0 ? kmin * st.size : 0);
+		PMPI_Gather(send.data(), static_cast<int>(kmin), MPI_UINT64_T, iters.data(),
+			    static_cast<int>(kmin), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	}
+	if (st.rank != 0)
+		return;
+
+	std::vector<double> comp_s;
+	double cmax = 0, csum = 0;
+	for (const Totals &r : all) {
+		if (r.ignored)
+			continue;
+		double c = r.comp_ns / 1e9;
+		comp_s.push_back(c);
+		csum += c;
+		cmax = std::fmax(cmax, c);
+	}
+	double lip = lip_of(comp_s);
+	double eff = cmax > 0 ? csum / comp_s.size() / cmax : -1;
+	double it_mean = -1, it_max = -1;
+	uint64_t it_used = 0;
+	if (per_iter) {
+		double sum = 0;
+		for (uint64_t i = 0; i < kmin; i++) {
+			std::vector<double> c;
+			for (int r = 0; r < st.size; r++)
+				if (!all[r].ignored)
+					c.push_back(static_cast<double>(iters[r * kmin + i]));
+			double l = lip_of(c);
+			if (l < 0)
+				continue;
+			sum += l;
+			it_max = std::fmax(it_max, l);
+			it_used++;
+		}
+		if (it_used)
+			it_mean = sum / it_used;
+	}
+
+	if (!cfg.quiet) {
+		fprintf(stderr,
+			"hpcmon: %d ranks, min wait %" PRIu64 " us, blocking wait %s\n"
+			"hpcmon: %4s %7s %10s %10s %7s %9s %9s %8s %7s\n",
+			st.size, cfg.min_wait_ns / 1000, cfg.blocking ? "on" : "off", "rank",
+			"iters", "compute_s", "wait_s", "%comp", "cpu_s", "wall_s", "vol_cs",
+			"calls");
+		for (const Totals &r : all)
+			fprintf(stderr,
+				"hpcmon: %4d %7" PRIu64 " %10.4f %10.4f %7.2f %9.4f %9.4f %8" PRIu64
+				" %7" PRIu64 "%s\n",
+				r.rank, r.nr_iter, r.comp_ns / 1e9, r.wait_ns / 1e9,
+				pct(r.comp_ns, r.comp_ns + r.wait_ns), r.cpu_ns / 1e9,
+				r.wall_ns / 1e9, r.nvcsw, r.calls, r.ignored ? "  (ignored)" : "");
+		char lips[64], effs[32];
+		if (lip >= 0)
+			snprintf(lips, sizeof(lips), "%.2f %%", 100 * lip);
+		else
+			snprintf(lips, sizeof(lips), "undefined (a rank did not compute)");
+		if (eff >= 0)
+			snprintf(effs, sizeof(effs), "%.4f", eff);
+		else
+			snprintf(effs, sizeof(effs), "undefined");
+		fprintf(stderr, "hpcmon: LIP %s, load balance efficiency %s (over %zu ranks)\n",
+			lips, effs, comp_s.size());
+		if (it_used)
+			fprintf(stderr,
+				"hpcmon: per-iteration LIP mean %.2f %%, max %.2f %% (%" PRIu64
+				" iterations)\n",
+				100 * it_mean, 100 * it_max, it_used);
+	}
+	if (!cfg.report_path.empty()) {
+		FILE *f = fopen(cfg.report_path.c_str(), "w");
+		if (!f) {
+			warn("cannot write HPCMON_REPORT %s", cfg.report_path.c_str());
+			return;
+		}
+		auto num = [](double v) {
+			char b[32];
+			if (v < 0)
+				return std::string("null");
+			snprintf(b, sizeof(b), "%.6f", v);
+			return std::string(b);
+		};
+		fprintf(f,
+			"{\"size\":%d,\"min_wait_us\":%" PRIu64
+			",\"blocking_wait\":%s,\"lip\":%s,\"efficiency\":%s,"
+			"\"iter_lip_mean\":%s,\"iter_lip_max\":%s,\"iter_lip_count\":%" PRIu64
+			",\"ranks\":[",
+			st.size, cfg.min_wait_ns / 1000, cfg.blocking ? "true" : "false",
+			num(lip).c_str(), num(eff).c_str(), num(it_mean).c_str(),
+			num(it_max).c_str(), it_used);
+		for (size_t i = 0; i < all.size(); i++) {
+			const Totals &r = all[i];
+			fprintf(f,
+				"%s{\"rank\":%d,\"ignored\":%s,\"iterations\":%" PRIu64
+				",\"compute_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+				",\"blocked_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64
+				",\"cpu_ns\":%" PRIu64 ",\"nvcsw\":%" PRIu64 ",\"nivcsw\":%" PRIu64
+				",\"calls\":%" PRIu64 ",\"sent\":%" PRIu64 ",\"dropped\":%" PRIu64
+				",\"compute_pct\":%.4f}",
+				i ? "," : "", r.rank, r.ignored ? "true" : "false", r.nr_iter,
+				r.comp_ns, r.wait_ns, r.blocked_ns, r.wall_ns, r.cpu_ns, r.nvcsw,
+				r.nivcsw, r.calls, r.sent, r.dropped,
+				pct(r.comp_ns, r.comp_ns + r.wait_ns));
+		}
+		fprintf(f, "]}\n");
+		fclose(f);
+	}
+}
+
+} // namespace
+
+extern "C" {
+
+int MPI_Init(int *argc, char ***argv)
+{
+	int rc = PMPI_Init(argc, argv);
+	if (rc == MPI_SUCCESS)
+		after_init();
+	return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int rc = PMPI_Init_thread(argc, argv, required, provided);
+	if (rc == MPI_SUCCESS)
+		after_init();
+	return rc;
+}
+
+int MPI_Finalize(void)
+{
+	if (st.active && pthread_equal(pthread_self(), st.main_thread))
+		finalize_report();
+	if (st.sock >= 0)
+		close(st.sock);
+	st.sock = -1;
+	return PMPI_Finalize();
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) { return PMPI_Ibarrier(comm, r); });
+	return PMPI_Barrier(comm);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+	Phase p;
+	if (use_blocking())
+		return wait_req(request, status);
+	return PMPI_Wait(request, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status *statuses)
+{
+	Phase p;
+	if (!use_blocking())
+		return PMPI_Waitall(count, requests, statuses);
+	Backoff b;
+	for (;;) {
+		int done = 0, rc = PMPI_Testall(count, requests, &done, statuses);
+		if (rc != MPI_SUCCESS || done)
+			return rc;
+		b.sleep();
+	}
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+	Phase p;
+	if (!use_blocking())
+		return PMPI_Waitany(count, requests, index, status);
+	Backoff b;
+	for (;;) {
+		int done = 0, rc = PMPI_Testany(count, requests, index, &done, status);
+		if (rc != MPI_SUCCESS || done)
+			return rc;
+		b.sleep();
+	}
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+	     MPI_Status *status)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via(
+			[&](MPI_Request *r) {
+				return PMPI_Irecv(buf, count, type, source, tag, comm, r);
+			},
+			status);
+	return PMPI_Recv(buf, count, type, source, tag, comm, status);
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+	Phase p;
+	if (!use_blocking())
+		return PMPI_Probe(source, tag, comm, status);
+	Backoff b;
+	for (;;) {
+		int found = 0, rc = PMPI_Iprobe(source, tag, comm, &found, status);
+		if (rc != MPI_SUCCESS || found)
+			return rc;
+		b.sleep();
+	}
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+		 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+		 MPI_Comm comm, MPI_Status *status)
+{
+	Phase p;
+	if (!use_blocking())
+		return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+				     recvcount, recvtype, source, recvtag, comm, status);
+	MPI_Request reqs[2];
+	int rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	MPI_Status sts[2];
+	Backoff b;
+	for (;;) {
+		int done = 0;
+		rc = PMPI_Testall(2, reqs, &done, sts);
+		if (rc != MPI_SUCCESS)
+			return rc;
+		if (done)
+			break;
+		b.sleep();
+	}
+	if (status != MPI_STATUS_IGNORE)
+		*status = sts[0];
+	return MPI_SUCCESS;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Ibcast(buf, count, type, root, comm, r);
+		});
+	return PMPI_Bcast(buf, count, type, root, comm);
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+	       int root, MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, r);
+		});
+	return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+		  MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, r);
+		});
+	return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+					    recvtype, root, comm, r);
+		});
+	return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+					     recvtype, root, comm, r);
+		});
+	return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+					       recvtype, comm, r);
+		});
+	return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+	Phase p;
+	if (use_blocking())
+		return blocking_via([&](MPI_Request *r) {
+			return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+					      recvtype, comm, r);
+		});
+	return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+} // extern "C"
