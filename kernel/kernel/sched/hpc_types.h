@@ -11,6 +11,7 @@
 
 #if defined(__KERNEL__)
 #include <linux/types.h>
+#include <linux/build_bug.h>
 #include <linux/array_size.h>
 #include <linux/math64.h>
 #define hpc_div64(a, b)		div64_u64((a), (b))
