@@ -36,6 +36,7 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 include tools/userspace.mk
+-include tools/hpcd/hpcd.mk
 -include tools/kbuild/kernel.mk
 -include sched_ext/scx.mk
 -include bench/metbench/metbench.mk

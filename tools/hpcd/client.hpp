@@ -1,0 +1,27 @@
+// hpcctl's side of the control socket: one request, one reply.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace hpcd
+{
+
+class ControlClient
+{
+public:
+	~ControlClient();
+	// Connect to hpcd's control socket; false (and errno) if nobody answers.
+	bool connect(const std::string &path);
+	// Send a request and wait for its reply; throws std::runtime_error.
+	nlohmann::json call(const nlohmann::json &req);
+	void close();
+
+private:
+	int fd_ = -1;
+	std::string buf_;
+};
+
+} // namespace hpcd

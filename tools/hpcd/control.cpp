@@ -1,0 +1,316 @@
+#include "control.hpp"
+
+#include "params_text.hpp"
+#include "system.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+using nlohmann::json;
+
+namespace hpcd
+{
+
+const std::vector<std::string> kKernelOnlyKnobs{"queue", "timeslice_us"};
+const std::vector<std::string> kReadOnlyKnobs{"backend", "prio_range", "smt_pairs"};
+const std::vector<std::string> kDaemonKnobs{"mode", "balance", "window", "wait_weight",
+					    "ignore_ranks"};
+
+const char *set_err_kind(SetErr e)
+{
+	switch (e) {
+	case SetErr::None: return "ok";
+	case SetErr::BadKey: return "bad_key";
+	case SetErr::BadValue: return "bad_value";
+	case SetErr::ReadOnly: return "read_only";
+	case SetErr::KernelOnly: return "kernel_only";
+	}
+	return "?";
+}
+
+namespace
+{
+
+bool contains(const std::vector<std::string> &v, const std::string &k)
+{
+	return std::find(v.begin(), v.end(), k) != v.end();
+}
+
+bool parse_u32(std::string_view t, uint32_t &out)
+{
+	if (!t.empty() && t.back() == '\n')
+		t.remove_suffix(1);
+	auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out, 10);
+	return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+}
+
+std::string known_keys()
+{
+	std::string s;
+	for (int i = 0; i < HPC_P_NR; i++)
+		s += std::string(" ") + hpc_param_names[i];
+	s += " emul_period_us";
+	for (auto &k : kDaemonKnobs)
+		s += " " + k;
+	return s;
+}
+
+} // namespace
+
+SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::string &msg)
+{
+	Settings next = s;
+	for (const auto &setting : kv) {
+		auto eq = setting.find('=');
+		if (eq == std::string::npos) {
+			msg = "expected KEY=VALUE, got '" + setting + "'";
+			return SetErr::BadValue;
+		}
+		std::string key = setting.substr(0, eq), val = setting.substr(eq + 1);
+		if (hpc_param_lookup(key.c_str()) >= 0) {
+			// The policy core's knobs: the one parser and validator.
+			if (!hpc::apply_setting(next.params, setting, &kBackendRange, msg))
+				return SetErr::BadValue;
+			continue;
+		}
+		uint32_t v = 0;
+		if (key == "emul_period_us") {
+			if (!parse_u32(val, v) || v < kMinPeriodUs || v > kMaxPeriodUs) {
+				msg = key + ": '" + val + "' is not a whole number in " +
+				      std::to_string(kMinPeriodUs) + ".." +
+				      std::to_string(kMaxPeriodUs);
+				return SetErr::BadValue;
+			}
+			next.period_us = v;
+		} else if (key == "mode") {
+			if (val != "quota" && val != "weight") {
+				msg = "mode: '" + val + "' is not quota or weight";
+				return SetErr::BadValue;
+			}
+			next.mode = val == "quota" ? Mode::Quota : Mode::Weight;
+		} else if (key == "balance") {
+			if (val != "on" && val != "off") {
+				msg = "balance: '" + val + "' is not on or off";
+				return SetErr::BadValue;
+			}
+			next.balance = val == "on";
+		} else if (key == "window") {
+			if (!parse_u32(val, v) || v < 1 || v > 1000) {
+				msg = "window: '" + val + "' is not a whole number in 1..1000";
+				return SetErr::BadValue;
+			}
+			next.window = v;
+		} else if (key == "wait_weight") {
+			if (!parse_u32(val, v) || v < 1 || v > 10000) {
+				msg = "wait_weight: '" + val +
+				      "' is not a whole number in 1..10000";
+				return SetErr::BadValue;
+			}
+			next.wait_weight = v;
+		} else if (key == "ignore_ranks") {
+			if (val.empty() || val == "none") {
+				next.ignore_ranks.clear();
+			} else if (auto l = parse_cpulist(val)) {
+				next.ignore_ranks = *l;
+			} else {
+				msg = "ignore_ranks: '" + val +
+				      "' is not a list of ranks (e.g. 0 or 0,5-7, "
+				      "or none)";
+				return SetErr::BadValue;
+			}
+		} else if (contains(kReadOnlyKnobs, key)) {
+			msg = key + " is read-only";
+			return SetErr::ReadOnly;
+		} else if (contains(kKernelOnlyKnobs, key)) {
+			msg = key + " exists only in the SCHED_HPC kernel class, not in hpcd";
+			return SetErr::KernelOnly;
+		} else {
+			msg = "unknown parameter '" + key + "' (known:" + known_keys() + ")";
+			return SetErr::BadKey;
+		}
+	}
+	s = next;
+	return SetErr::None;
+}
+
+nlohmann::ordered_json knob_values(Engine &e)
+{
+	nlohmann::ordered_json v;
+	for (int i = 0; i < HPC_P_NR; i++)
+		v[hpc_param_names[i]] = hpc::format_param(e.s.params, i);
+	v["emul_period_us"] = std::to_string(e.s.period_us);
+	v["backend"] = e.s.mode == Mode::Quota ? "cgroup-quota" : "cgroup-weight";
+	v["prio_range"] =
+		std::to_string(kBackendRange.min) + " " + std::to_string(kBackendRange.max);
+	std::string pairs;
+	for (Task *t : e.active()) {
+		if (t->ctx % 2)
+			continue;
+		Task *sib = e.sibling(*t);
+		pairs += std::to_string(t->cpu) + " " + (sib ? std::to_string(sib->cpu) : "-") +
+			 "\n";
+	}
+	v["smt_pairs"] = pairs;
+	v["mode"] = e.s.mode == Mode::Quota ? "quota" : "weight";
+	v["balance"] = e.s.balance ? "on" : "off";
+	v["window"] = std::to_string(e.s.window);
+	v["wait_weight"] = std::to_string(e.s.wait_weight);
+	v["ignore_ranks"] = e.s.ignore_ranks.empty() ? "none" : format_cpulist(e.s.ignore_ranks);
+	return v;
+}
+
+json task_json(Engine &e, const Task &t, const CgStat &st)
+{
+	Task *sib = e.sibling(t);
+	json j{{"pid", t.pid},
+	       {"name", t.name},
+	       {"job", t.job},
+	       {"rank", t.rank},
+	       {"role", t.launcher ? "launcher" : "task"},
+	       {"source", t.monitored ? "monitor" : "proc"},
+	       {"ctx", t.ctx},
+	       {"cpu", t.cpu},
+	       {"sibling", sib ? sib->pid : 0},
+	       {"iterations", t.t.nr_iter},
+	       {"last_run_ns", t.t.last_run},
+	       {"last_wait_ns", t.t.last_wait},
+	       {"last_util", t.t.last_util},
+	       {"global_util", t.t.global_util},
+	       {"heur_util", t.t.heur_util},
+	       {"prio", e.applied_prio(t)},
+	       {"static_prio", t.static_prio},
+	       {"runnable", t.live_runnable},
+	       {"quota_us", t.quota.quota_us},
+	       {"period_us", t.quota.period_us},
+	       {"weight", t.weight},
+	       {"nr_throttled", st.nr_throttled},
+	       {"throttled_ns", st.throttled_ns},
+	       {"cgroup", t.cg}};
+	return j;
+}
+
+static std::string reply_err(const char *kind, const std::string &why)
+{
+	return json{{"ok", false}, {"kind", kind}, {"error", why}}.dump();
+}
+
+std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
+{
+	json req;
+	try {
+		req = json::parse(line);
+	} catch (const json::exception &ex) {
+		return reply_err("bad_request", std::string("not JSON: ") + ex.what());
+	}
+	if (!req.is_object() || !req.contains("cmd") || !req["cmd"].is_string())
+		return reply_err("bad_request", "expected an object with a string \"cmd\"");
+	const std::string cmd = req["cmd"];
+	try {
+		if (cmd == "get") {
+			auto all = knob_values(e);
+			if (!req.contains("key"))
+				return json{{"ok", true}, {"values", all}}.dump();
+			if (!req["key"].is_string())
+				return reply_err("bad_request", "\"key\" must be a string");
+			std::string key = req["key"];
+			if (!all.contains(key)) {
+				if (contains(kKernelOnlyKnobs, key))
+					return reply_err("kernel_only",
+							 key + " exists only in the SCHED_HPC "
+							       "kernel class, not in hpcd");
+				return reply_err("bad_key", "unknown parameter '" + key +
+								    "' (known:" + known_keys() +
+								    ")");
+			}
+			return json{{"ok", true}, {"values", {{key, all[key]}}}}.dump();
+		}
+		if (cmd == "set") {
+			if (!req.contains("settings") || !req["settings"].is_array())
+				return reply_err("bad_request", "\"settings\" must be an array of "
+								"\"KEY=VALUE\" strings");
+			std::vector<std::string> kv;
+			for (auto &x : req["settings"]) {
+				if (!x.is_string())
+					return reply_err("bad_request",
+							 "\"settings\" must hold strings");
+				kv.push_back(x);
+			}
+			std::string msg;
+			Mode old = e.s.mode;
+			SetErr err = apply_settings(e.s, kv, msg);
+			if (err != SetErr::None)
+				return reply_err(set_err_kind(err), msg);
+			e.params_changed();
+			if (old != e.s.mode)
+				e.place();
+			if (h.changed)
+				h.changed();
+			return json{{"ok", true}, {"values", knob_values(e)}}.dump();
+		}
+		if (cmd == "list") {
+			json tasks = json::array();
+			for (auto &[pid, t] : e.tasks)
+				tasks.push_back(task_json(e, t, h.stat ? h.stat(t) : CgStat{}));
+			return json{{"ok", true}, {"tasks", tasks}}.dump();
+		}
+		if (cmd == "status")
+			return json{{"ok", true},
+				    {"status", h.status ? h.status() : json::object()}}
+				.dump();
+		if (cmd == "add" || cmd == "remove") {
+			if (!req.contains("pid") || !req["pid"].is_number_integer() ||
+			    req["pid"].get<long long>() <= 0 ||
+			    req["pid"].get<long long>() > 1 << 30)
+				return reply_err("bad_request",
+						 "\"pid\" must be a positive integer");
+			int pid = req["pid"].get<int>();
+			if (cmd == "remove") {
+				if (!e.find(pid))
+					return reply_err("failed", "pid " + std::to_string(pid) +
+									   " is not managed");
+				if (h.remove)
+					h.remove(pid);
+				return json{{"ok", true}}.dump();
+			}
+			std::string name = req.value("name", std::string());
+			std::string err = h.add ? h.add(pid, name) : "adding is not supported";
+			if (!err.empty())
+				return reply_err("failed", err);
+			return json{{"ok", true}}.dump();
+		}
+		if (cmd == "prio") {
+			if (!req.contains("pid") || !req["pid"].is_number_integer() ||
+			    !req.contains("prio") || !req["prio"].is_number_integer())
+				return reply_err("bad_request",
+						 "\"pid\" and \"prio\" must be integers");
+			Task *t = e.find(req["pid"].get<int>());
+			if (!t)
+				return reply_err("failed",
+						 "pid " + std::to_string(req["pid"].get<int>()) +
+							 " is not managed");
+			long long p = req["prio"].get<long long>();
+			if (p != 0 && (p < kBackendRange.min || p > kBackendRange.max))
+				return reply_err("bad_value",
+						 "prio: " + std::to_string(p) + " is outside " +
+							 std::to_string(kBackendRange.min) + ".." +
+							 std::to_string(kBackendRange.max) +
+							 " (0: dynamic)");
+			t->static_prio = static_cast<uint32_t>(p);
+			if (h.changed)
+				h.changed();
+			return json{{"ok", true}}.dump();
+		}
+		if (cmd == "shutdown") {
+			if (h.shutdown)
+				h.shutdown();
+			return json{{"ok", true}}.dump();
+		}
+	} catch (const json::exception &ex) {
+		return reply_err("bad_request", ex.what());
+	}
+	return reply_err("bad_request",
+			 "unknown cmd '" + cmd +
+				 "' (get, set, list, status, add, remove, prio, shutdown)");
+}
+
+} // namespace hpcd

@@ -1,0 +1,62 @@
+// hpcd's control protocol and its knobs.
+//
+// Unix stream socket, one JSON object per line each way:
+//   {"cmd":"get"}                      -> {"ok":true,"values":{KEY:"VALUE",...}}
+//   {"cmd":"get","key":"low_util"}     -> {"ok":true,"values":{"low_util":"65"}}
+//   {"cmd":"set","settings":["K=V",..]} -> {"ok":true,"values":{...}}   (all or nothing)
+//   {"cmd":"list"}                     -> {"ok":true,"tasks":[{pid,name,...},...]}
+//   {"cmd":"status"}                   -> {"ok":true,"status":{...}}
+//   {"cmd":"add","pid":N,"name":"x"}   -> {"ok":true} once the task is managed
+//   {"cmd":"remove","pid":N}           -> {"ok":true}
+//   {"cmd":"prio","pid":N,"prio":P}    -> {"ok":true}  fixed priority P in prio_range, 0: dynamic
+//   {"cmd":"shutdown"}                 -> {"ok":true}
+// Errors: {"ok":false,"kind":"bad_key|bad_value|read_only|kernel_only|
+//          bad_request|failed","error":"why"}.
+//
+// Knob names are the kernel's sysfs names (sched-hpc-abi.txt), validated by
+// the policy core through params_text; hpcd adds its own (mode, balance,
+// window, wait_weight).
+#pragma once
+
+#include "cgroup.hpp"
+#include "engine.hpp"
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hpcd
+{
+
+enum class SetErr { None, BadKey, BadValue, ReadOnly, KernelOnly };
+const char *set_err_kind(SetErr e);
+
+// Knobs only the kernel class has, and the read-only ones.
+extern const std::vector<std::string> kKernelOnlyKnobs; // queue, timeslice_us
+extern const std::vector<std::string> kReadOnlyKnobs;   // backend, prio_range, smt_pairs
+extern const std::vector<std::string> kDaemonKnobs;     // mode, balance, window, wait_weight
+
+// Apply KEY=VALUE settings to a copy of `s`; on success replace `s`. On
+// failure `s` is unchanged and `msg` says which setting is wrong and why.
+SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::string &msg);
+
+// Every knob hpcd has, as text.
+nlohmann::ordered_json knob_values(Engine &e);
+
+struct ControlHooks {
+	std::function<std::string(int pid, const std::string &name)> add; // "" or error
+	std::function<void(int pid)> remove;
+	std::function<nlohmann::json()> status;
+	std::function<CgStat(const Task &)> stat;
+	std::function<void()> changed; // knobs changed: re-place and re-plan
+	std::function<void()> shutdown;
+};
+
+nlohmann::json task_json(Engine &e, const Task &t, const CgStat &st);
+// Handle one request line; returns the reply (one line, no newline).
+std::string handle_line(Engine &e, ControlHooks &h, std::string_view line);
+
+} // namespace hpcd

@@ -1,0 +1,284 @@
+#include "engine.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace hpcd
+{
+
+Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
+		uint32_t period_us, unsigned dilation)
+{
+	dilation = std::max(1u, dilation);
+	Quota q;
+	q.period_us = period_us * dilation;
+	uint32_t speed = HPC_SMT_SCALE;
+	if (has_sib && sib_busy)
+		speed = hpc_smt_speed(own_prio, sib_prio, true);
+	if (speed >= HPC_SMT_SCALE && dilation == 1) {
+		q.quota_us = -1;
+		return q;
+	}
+	int64_t quota = static_cast<int64_t>(period_us) * speed / HPC_SMT_SCALE;
+	q.quota_us = std::max(quota, kMinQuotaUs);
+	return q;
+}
+
+std::vector<uint32_t> window_weights(const std::vector<uint64_t> &exe_t, uint32_t units)
+{
+	std::vector<uint32_t> w(exe_t.size(), units);
+	const unsigned __int128 sum =
+		std::accumulate(exe_t.begin(), exe_t.end(), static_cast<unsigned __int128>(0));
+	if (!sum)
+		return w;
+	for (size_t k = 0; k < exe_t.size(); k++) {
+		unsigned __int128 v =
+			(static_cast<unsigned __int128>(exe_t[k]) * units * exe_t.size() +
+			 sum / 2) /
+			sum;
+		w[k] = static_cast<uint32_t>(std::clamp<unsigned __int128>(v, 1, 10000));
+	}
+	return w;
+}
+
+Task &Engine::add(int pid, const std::string &name, const std::string &job, int rank, uint64_t now)
+{
+	Task &t = tasks[pid];
+	t.pid = pid;
+	t.name = name;
+	t.job = job;
+	t.rank = rank;
+	// Ranks of a job are ordered by rank, after what was there when the
+	// job's first rank arrived; other tasks in order of arrival.
+	if (rank >= 0) {
+		auto [it, fresh] = job_seq_.try_emplace(job, seq_);
+		if (fresh)
+			seq_++;
+		t.seq = it->second;
+	} else {
+		t.seq = seq_++;
+	}
+	hpc_task_init(&t.t, now, &s.params);
+	// A rank adopted on the monitor's hello reports its own iterations.
+	t.monitored = rank >= 0;
+	t.last_record_ns = now;
+	place();
+	return t;
+}
+
+void Engine::remove(int pid)
+{
+	tasks.erase(pid);
+	// Pairs change: held records go in alone.
+	for (auto &[p, t] : tasks)
+		if (t.pending)
+			apply_records(&t, nullptr);
+	place();
+}
+
+Task *Engine::find(int pid)
+{
+	auto it = tasks.find(pid);
+	return it == tasks.end() ? nullptr : &it->second;
+}
+
+std::vector<Task *> Engine::active()
+{
+	std::vector<Task *> a;
+	for (auto &[pid, t] : tasks)
+		if (!t.launcher)
+			a.push_back(&t);
+	std::sort(a.begin(), a.end(), [](const Task *x, const Task *y) {
+		if (x->seq != y->seq)
+			return x->seq < y->seq;
+		return x->rank < y->rank;
+	});
+	return a;
+}
+
+unsigned Engine::dilation() const
+{
+	size_t n = 0;
+	for (auto &[pid, t] : tasks)
+		n += !t.launcher;
+	size_t ncpu = std::max<size_t>(1, cpus.size());
+	size_t per = s.mode == Mode::Quota ? n : (n + 1) / 2;
+	return static_cast<unsigned>(std::max<size_t>(1, (per + ncpu - 1) / ncpu));
+}
+
+void Engine::place()
+{
+	auto a = active();
+	size_t ncpu = std::max<size_t>(1, cpus.size());
+	for (auto &[pid, t] : tasks) {
+		t.ctx = -1;
+		t.cpu = -1;
+	}
+	for (size_t i = 0; i < a.size(); i++) {
+		a[i]->ctx = static_cast<int>(i);
+		size_t slot = s.mode == Mode::Quota ? i : i / 2;
+		a[i]->cpu = cpus.empty() ? -1 : cpus[slot % ncpu];
+	}
+}
+
+Task *Engine::sibling(const Task &t)
+{
+	if (t.ctx < 0)
+		return nullptr;
+	for (auto &[pid, o] : tasks)
+		if (o.ctx == (t.ctx ^ 1))
+			return &o;
+	return nullptr;
+}
+
+uint32_t Engine::applied_prio(const Task &t) const
+{
+	if (t.static_prio)
+		return t.static_prio;
+	return s.balance ? t.t.prio : hpc_clamp_normal(s.params);
+}
+
+uint32_t hpc_clamp_normal(const hpc_params &p)
+{
+	return std::clamp<uint32_t>(HPC_PRIO_NORMAL, p.min_prio, p.max_prio);
+}
+
+void Engine::sleep(int pid, uint64_t now)
+{
+	if (auto *t = find(pid))
+		hpc_task_sleep(&t->t, now);
+}
+
+bool Engine::wakeup(int pid, uint64_t now)
+{
+	Task *t = find(pid);
+	if (!t)
+		return false;
+	Task *sib = sibling(*t);
+	int peer = sib ? hpc_peer_class(&sib->t, now, t->t.seg_start, &s.params) : HPC_CLASS_NONE;
+	if (!hpc_task_wakeup(&t->t, now, &s.params, peer))
+		return false;
+	closed(*t, now);
+	// A sibling on the critical path that computed through this whole
+	// iteration closes one too (what the kernel does from the next tick).
+	// Not a sibling the monitor reports on: every record of the monitor is
+	// a closed iteration (its waits are at least min_wait), and records of
+	// one barrier arrive in any order, so closing it here would close its
+	// iteration twice. Only if it has been silent for two of our iterations
+	// (its waits stay below min_wait) does the core judge it here.
+	const uint64_t len = t->t.last_run + t->t.last_wait;
+	const bool reports = sib && sib->monitored && sib->last_record_ns + 2 * len >= now;
+	if (sib && !reports && hpc_task_sibling_closed(&sib->t, now, &s.params, &t->t))
+		closed(*sib, now);
+	return true;
+}
+
+static uint64_t sleep_of(const hpcmon_record &r)
+{
+	return r.end_ns >= r.wait_ns ? r.end_ns - r.wait_ns : 0;
+}
+
+bool Engine::record(const hpcmon_record &r, uint64_t now)
+{
+	if (r.magic != HPCMON_MAGIC || r.version != HPCMON_VERSION || r.kind != HPCMON_ITERATION)
+		return false;
+	Task *t = find(r.pid);
+	if (!t)
+		return false;
+	if (t->pending) // a second record before the sibling's: apply the first
+		apply_records(t, nullptr);
+	t->monitored = true;
+	t->pending = r;
+	t->pending_since = now;
+	Task *sib = sibling(*t);
+	if (sib && sib->pending)
+		return apply_records(t, sib);
+	if (sib && sib->monitored && sib->last_record_ns < sleep_of(r))
+		return false; // hold it: the sibling's record of this barrier is due
+	return apply_records(t, nullptr);
+}
+
+// Apply the held records of x (and y): sleeps and wake-ups in time order.
+bool Engine::apply_records(Task *x, Task *y)
+{
+	struct Ev {
+		uint64_t at;
+		bool wake;
+		Task *t;
+	};
+	std::vector<Ev> ev;
+	for (Task *t : {x, y}) {
+		if (!t || !t->pending)
+			continue;
+		const hpcmon_record &r = *t->pending;
+		uint64_t s = std::max<uint64_t>(sleep_of(r), t->t.seg_start);
+		ev.push_back({s, false, t});
+		ev.push_back({std::max<uint64_t>(r.end_ns, s), true, t});
+		t->last_record_ns = std::max<uint64_t>(t->last_record_ns, r.end_ns);
+		t->pending.reset();
+	}
+	std::stable_sort(ev.begin(), ev.end(), [](const Ev &a, const Ev &b) {
+		return a.at != b.at ? a.at < b.at : (!a.wake && b.wake);
+	});
+	bool closed_x = false;
+	for (auto &e : ev) {
+		if (!e.wake)
+			hpc_task_sleep(&e.t->t, e.at);
+		else if (wakeup(e.t->pid, e.at) && e.t == x)
+			closed_x = true;
+	}
+	return closed_x;
+}
+
+void Engine::flush(uint64_t now, uint64_t max_hold_ns)
+{
+	for (auto &[pid, t] : tasks)
+		if (t.pending && now >= t.pending_since + max_hold_ns)
+			apply_records(&t, nullptr);
+}
+
+void Engine::closed(Task &t, uint64_t)
+{
+	t.closes++;
+	if (s.mode != Mode::Weight)
+		return;
+	// Algorithm 1 of the container paper, on each reported interval.
+	t.win.push_back(t.t.last_run);
+	while (t.win.size() > std::max(1u, s.window))
+		t.win.pop_front();
+	t.reported = true;
+	t.weight = s.wait_weight;
+	auto a = active();
+	if (std::any_of(a.begin(), a.end(), [](Task *x) { return !x->reported; }))
+		return;
+	std::vector<uint64_t> exe;
+	for (Task *x : a)
+		exe.push_back(std::accumulate(x->win.begin(), x->win.end(), uint64_t{0}));
+	auto w = window_weights(exe, kWeightUnit);
+	for (size_t k = 0; k < a.size(); k++) {
+		a[k]->weight = w[k];
+		a[k]->reported = false;
+	}
+}
+
+void Engine::params_changed()
+{
+	for (auto &[pid, t] : tasks)
+		hpc_task_clamp_prio(&t.t, &s.params);
+}
+
+void Engine::plan()
+{
+	const unsigned dil = dilation();
+	for (auto &[pid, t] : tasks) {
+		if (t.launcher || s.mode == Mode::Weight) {
+			t.quota = Quota{-1, s.period_us};
+			continue;
+		}
+		Task *sib = sibling(t);
+		t.quota = smt_quota(applied_prio(t), sib ? applied_prio(*sib) : 0, sib != nullptr,
+				    sib && sib->live_runnable, s.period_us, dil);
+	}
+}
+
+} // namespace hpcd

@@ -1,0 +1,722 @@
+// hpcd: the user-space SCHED_HPC controller. Balances the tasks of SPMD
+// (MPI) applications on emulated SMT cores with cgroup CPU bandwidth (mode
+// quota) or CPU weights (mode weight), driving the policy core with iteration
+// boundaries from the MPI monitor's datagrams or from /proc samples.
+//
+// See tools/hpcd/README.md and hpcd(8).
+#include "cgroup.hpp"
+#include "control.hpp"
+#include "engine.hpp"
+#include "guardian.hpp"
+#include "params_text.hpp"
+#include "procstat.hpp"
+#include "system.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <poll.h>
+#include <set>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+using nlohmann::json;
+using namespace hpcd;
+
+namespace
+{
+
+struct Opts {
+	std::vector<int> pids;
+	std::vector<uint32_t> prios;
+	std::string cpus, control, monitor, mode = "quota", heuristic, balance = "on";
+	std::vector<std::string> settings;
+	uint32_t period_us = kDefPeriodUs;
+	double sample_ms = 2.0;
+	uint32_t min_burst_us = 200;
+	bool no_adopt = false, exit_when_idle = false, cleanup = false, strict_cpus = false;
+	bool verbose = false;
+	uint32_t group_weight = 0;
+};
+
+std::string env_or(const char *name, const char *def)
+{
+	const char *v = std::getenv(name);
+	return v && *v ? v : def;
+}
+
+void log(const std::string &s)
+{
+	std::cerr << "hpcd: " << s << std::endl;
+}
+
+int make_unix(int type, const std::string &path, mode_t mode)
+{
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	if (path.size() >= sizeof a.sun_path)
+		throw std::runtime_error("socket path too long: " + path);
+	std::strcpy(a.sun_path, path.c_str());
+	int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		throw std::system_error(errno, std::generic_category(), "socket");
+	if (type == SOCK_STREAM) {
+		// Another hpcd answering on this path? Then do not steal it.
+		int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (::connect(probe, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) {
+			::close(probe);
+			throw std::runtime_error("another hpcd answers on " + path +
+						 " (use --control for a second instance)");
+		}
+		::close(probe);
+	}
+	::unlink(path.c_str());
+	if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0)
+		throw std::system_error(errno, std::generic_category(), "bind " + path);
+	::chmod(path.c_str(), mode);
+	if (type == SOCK_STREAM && ::listen(fd, 16) < 0)
+		throw std::system_error(errno, std::generic_category(), "listen " + path);
+	return fd;
+}
+
+struct Client {
+	std::string in, out;
+};
+
+class Daemon
+{
+public:
+	Daemon(Opts o, Cgroups cg) : o_(std::move(o)), cg_(std::move(cg)) {}
+	int run();
+
+	Engine e;
+
+private:
+	std::string add(int pid, const std::string &name, const std::string &job, int rank);
+	void drop(int pid, const char *why);
+	void apply();
+	void weigh_group();
+	void sample();
+	void on_datagram();
+	void on_control_accept();
+	void on_client(int fd, short rev);
+	void on_signal();
+	json status();
+	void shutdown_all();
+	void release_sockets();
+
+	Opts o_;
+	Cgroups cg_;
+	Guardian g_;
+	int ctl_ = -1, mon_ = -1, timer_ = -1, sig_ = -1;
+	std::map<int, Client> clients_;
+	std::map<int, ProcTracker> trackers_;
+	std::map<int, std::vector<int>> orig_cpus_;
+	std::map<int, Quota> applied_q_;
+	std::map<int, uint32_t> applied_w_;
+	std::map<int, int> applied_cpu_;
+	uint32_t group_w_ = 0;
+	ControlHooks hooks_;
+	bool running_ = true, had_task_ = false;
+	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
+};
+
+std::string Daemon::add(int pid, const std::string &name, const std::string &job, int rank)
+{
+	if (pid == ::getpid() || pid == g_.pid())
+		return "pid " + std::to_string(pid) + " is hpcd itself";
+	if (!proc_alive(pid))
+		return "no process " + std::to_string(pid);
+	if (Task *t = e.find(pid)) {
+		if (rank >= 0 && t->rank < 0) { // a managed task turned out to be a rank
+			t->rank = rank;
+			t->job = job;
+			t->monitored = true;
+			t->last_record_ns = mono_ns();
+		}
+		return "";
+	}
+	auto pc = read_file("/proc/" + std::to_string(pid) + "/cgroup");
+	std::string origin = pc ? task_cgroup(*pc, cg_.layout().version).value_or("/") : "/";
+	if (origin.find_first_of(" \t\n") != std::string::npos)
+		origin = "/";
+	// A rank forked by a managed launcher starts in the launcher's cgroup:
+	// its way home is the launcher's.
+	const std::string mine = "/hpcsched/hpcd-" + std::to_string(::getpid()) + "/";
+	if (origin.rfind(mine, 0) == 0) {
+		std::string o = "/";
+		for (auto &[p, t] : e.tasks)
+			if (t.cg == origin)
+				o = t.origin;
+		origin = o;
+	}
+	std::vector<int> cpus = get_affinity(pid);
+	Task &t = e.add(pid, name.empty() ? proc_comm(pid) : name, job, rank, mono_ns());
+	t.origin = origin;
+	try {
+		t.cg = cg_.create(job, pid);
+		if (!g_.track(t.cg, origin, pid, cpus))
+			throw std::runtime_error("the guardian process is gone");
+		cg_.set_quota(t.cg, -1, e.s.period_us);
+		cg_.set_weight(t.cg, kWeightUnit);
+		cg_.attach(t.cg, pid);
+	} catch (const std::exception &ex) {
+		std::string err =
+			std::string("cannot manage pid ") + std::to_string(pid) + ": " + ex.what();
+		std::string rel = t.cg;
+		e.remove(pid);
+		if (!rel.empty()) {
+			cg_.release(rel, origin);
+			g_.untrack(rel);
+		}
+		return err;
+	}
+	orig_cpus_[pid] = cpus;
+	applied_q_[pid] = Quota{-1, e.s.period_us};
+	applied_w_[pid] = kWeightUnit;
+	had_task_ = true;
+	// A rank whose launcher (mpirun, a wrapper) is managed: the launcher
+	// steps out of the pairing and gets its CPUs back.
+	if (rank >= 0)
+		for (auto &[p, l] : e.tasks)
+			if (p != pid && !l.launcher && l.rank < 0 && is_descendant(pid, p)) {
+				l.launcher = true;
+				set_affinity(p, orig_cpus_[p]);
+				applied_cpu_.erase(p);
+				log(fmt::format("{} ({}) launches ranks: not paired", p, l.name));
+			}
+	e.place();
+	log(fmt::format("managing {} ({}) job {} rank {} in {}", pid, t.name, job, rank, t.cg));
+	apply();
+	return "";
+}
+
+void Daemon::drop(int pid, const char *why)
+{
+	Task *t = e.find(pid);
+	if (!t)
+		return;
+	std::string rel = t->cg, origin = t->origin;
+	cg_.release(rel, origin);
+	g_.untrack(rel);
+	if (proc_alive(pid) && !orig_cpus_[pid].empty())
+		set_affinity(pid, orig_cpus_[pid]);
+	log(fmt::format("released {} ({}): {}", pid, t->name, why));
+	e.remove(pid);
+	trackers_.erase(pid);
+	orig_cpus_.erase(pid);
+	applied_q_.erase(pid);
+	applied_w_.erase(pid);
+	applied_cpu_.erase(pid);
+	apply();
+	if (o_.exit_when_idle && had_task_ && e.tasks.empty() && running_) {
+		log("no task left: exiting (--exit-when-idle)");
+		running_ = false;
+		release_sockets(); // a new client must not reach a daemon on its way out
+	}
+}
+
+// Moving tasks into a child cgroup makes them one scheduling entity against
+// the rest of the machine: give hpcd's tree the weight its tasks had (100 per
+// task, cpu.weight units), or --group-weight.
+void Daemon::weigh_group()
+{
+	uint32_t w = o_.group_weight;
+	if (!w)
+		w = static_cast<uint32_t>(
+			std::clamp<size_t>(kWeightUnit * e.tasks.size(), kWeightUnit, 10000));
+	if (w == group_w_)
+		return;
+	try {
+		cg_.set_weight(cg_.rel_instance(), w);
+		// hpcsched/ is shared by hpcd instances: never lower it.
+		uint32_t parent = w;
+		auto cur = read_file(cg_.abs("/hpcsched") + (cg_.layout().version == CgVersion::V1
+								     ? "/cpu.shares"
+								     : "/cpu.weight"));
+		if (cur) {
+			uint64_t c = std::strtoull(cur->c_str(), nullptr, 10);
+			if (cg_.layout().version == CgVersion::V1)
+				c = c * 100 / 1024;
+			parent = std::max<uint32_t>(
+				w, static_cast<uint32_t>(std::min<uint64_t>(c, 10000)));
+		}
+		cg_.set_weight("/hpcsched", parent);
+		group_w_ = w;
+	} catch (const std::exception &ex) {
+		log(std::string("group weight: ") + ex.what());
+	}
+}
+
+// Bring cgroups and affinities in line with the engine's plan.
+void Daemon::apply()
+{
+	weigh_group();
+	e.plan();
+	std::vector<int> gone;
+	for (auto &[pid, t] : e.tasks) {
+		try {
+			if (!t.launcher && t.cpu >= 0 && applied_cpu_[pid] != t.cpu + 1) {
+				if (!set_affinity(pid, {t.cpu})) {
+					gone.push_back(pid);
+					continue;
+				}
+				applied_cpu_[pid] = t.cpu + 1;
+			}
+			auto &q = applied_q_[pid];
+			if (!(q == t.quota)) {
+				cg_.set_quota(t.cg, t.quota.quota_us, t.quota.period_us,
+					      q.period_us != t.quota.period_us);
+				q = t.quota;
+			}
+			uint32_t w =
+				e.s.mode == Mode::Weight && !t.launcher ? t.weight : kWeightUnit;
+			if (applied_w_[pid] != w) {
+				cg_.set_weight(t.cg, w);
+				applied_w_[pid] = w;
+			}
+		} catch (const std::exception &ex) {
+			log(fmt::format("pid {}: {}", pid, ex.what()));
+		}
+	}
+	for (int pid : gone)
+		drop(pid, "exited");
+}
+
+void Daemon::sample()
+{
+	uint64_t exp;
+	(void)!::read(timer_, &exp, sizeof exp);
+	samples_++;
+	std::vector<int> gone;
+	for (auto &[pid, t] : e.tasks) {
+		const std::string base = "/proc/" + std::to_string(pid);
+		auto st = read_file(base + "/stat");
+		auto ps = st ? parse_proc_stat(*st) : std::nullopt;
+		if (!ps || ps->state == 'Z' || ps->state == 'X') {
+			gone.push_back(pid);
+			continue;
+		}
+		auto ss = read_file(base + "/schedstat");
+		uint64_t run = ss ? parse_schedstat(*ss).value_or(0) : 0;
+		uint64_t now = mono_ns();
+		auto tr = trackers_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000).first;
+		auto ev = tr->second.sample(now, ps->state, run);
+		t.live_runnable = tr->second.runnable();
+		if (t.monitored || t.launcher)
+			continue;
+		for (auto &x : ev) {
+			if (x.kind == ProcEvent::Sleep) {
+				e.sleep(pid, x.at);
+			} else if (e.wakeup(pid, x.at) && o_.verbose) {
+				log(fmt::format("{} iteration {} U {} prio {}", pid, t.t.nr_iter,
+						t.t.last_util, e.applied_prio(t)));
+			}
+		}
+	}
+	for (int pid : gone)
+		drop(pid, "exited");
+	// A held record whose sibling's never came (its wait stayed below
+	// min_wait): apply it alone.
+	e.flush(mono_ns(), 20 * 1000000ull);
+	apply();
+}
+
+void Daemon::on_datagram()
+{
+	for (;;) {
+		hpcmon_record r{};
+		char ctrl[CMSG_SPACE(sizeof(ucred))];
+		iovec iov{&r, sizeof r};
+		msghdr m{};
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = ctrl;
+		m.msg_controllen = sizeof ctrl;
+		ssize_t n = ::recvmsg(mon_, &m, MSG_DONTWAIT);
+		if (n < 0)
+			return;
+		ucred cred{};
+		bool have_cred = false;
+		for (cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+				std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+				have_cred = true;
+			}
+		// A rank speaks only for itself (root may speak for anyone).
+		if (n != sizeof r || r.magic != HPCMON_MAGIC || r.version != HPCMON_VERSION ||
+		    !have_cred || (cred.uid != 0 && cred.pid != r.pid)) {
+			rejected_++;
+			continue;
+		}
+		records_++;
+		const std::string job = fmt::format("j{:08x}", r.job);
+		if (r.kind == HPCMON_HELLO) {
+			auto &ig = e.s.ignore_ranks;
+			if (std::find(ig.begin(), ig.end(), r.rank) != ig.end()) {
+				log(fmt::format("rank {} (pid {}) is in ignore_ranks: not adopted",
+						r.rank, r.pid));
+			} else if (!o_.no_adopt) {
+				std::string err = add(r.pid, "", job, r.rank);
+				if (!err.empty())
+					log(err);
+			}
+		} else if (r.kind == HPCMON_BYE) {
+			drop(r.pid, "the monitor said bye");
+		} else if (r.kind == HPCMON_ITERATION) {
+			Task *t = e.find(r.pid);
+			if (t && e.record(r, mono_ns()) && o_.verbose)
+				log(fmt::format("{} rank {} iteration {} U {} heur {} run {} wait "
+						"{} prio {}",
+						r.pid, r.rank, t->t.nr_iter, t->t.last_util,
+						t->t.heur_util, t->t.last_run / 1000,
+						t->t.last_wait / 1000, e.applied_prio(*t)));
+		}
+	}
+	apply();
+}
+
+json Daemon::status()
+{
+	const auto &l = cg_.layout();
+	return json{{"pid", ::getpid()},
+		    {"guardian", g_.pid()},
+		    {"cgroup", l.version == CgVersion::V1 ? "v1" : "v2"},
+		    {"cgroup_root", l.root},
+		    {"instance", cg_.instance_dir()},
+		    {"mode", e.s.mode == Mode::Quota ? "quota" : "weight"},
+		    {"balance", e.s.balance},
+		    {"heuristic", hpc::format_param(e.s.params, HPC_P_HEURISTIC)},
+		    {"emul_period_us", e.s.period_us},
+		    {"sample_ms", o_.sample_ms},
+		    {"cpus", e.cpus},
+		    {"dilation", e.dilation()},
+		    {"tasks", e.tasks.size()},
+		    {"control", o_.control},
+		    {"monitor", o_.monitor},
+		    {"adopt", !o_.no_adopt},
+		    {"uptime_s", (mono_ns() - started_) / 1e9},
+		    {"samples", samples_},
+		    {"records", records_},
+		    {"records_rejected", rejected_}};
+}
+
+void Daemon::on_control_accept()
+{
+	for (;;) {
+		int fd = ::accept4(ctl_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		clients_[fd] = Client{};
+	}
+}
+
+void Daemon::on_client(int fd, short rev)
+{
+	Client &c = clients_[fd];
+	bool close_it = rev & (POLLHUP | POLLERR);
+	if (rev & POLLIN) {
+		char buf[4096];
+		ssize_t n = ::read(fd, buf, sizeof buf);
+		if (n <= 0)
+			close_it = true;
+		else
+			c.in.append(buf, static_cast<size_t>(n));
+		size_t nl;
+		while ((nl = c.in.find('\n')) != std::string::npos) {
+			std::string line = c.in.substr(0, nl);
+			c.in.erase(0, nl + 1);
+			c.out += handle_line(e, hooks_, line) + "\n";
+		}
+		if (c.in.size() > 65536) {
+			c.out += R"({"ok":false,"kind":"bad_request","error":"line too long"})"
+				 "\n";
+			close_it = true;
+		}
+	}
+	while (!c.out.empty()) {
+		ssize_t n = ::send(fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		c.out.erase(0, static_cast<size_t>(n));
+	}
+	if (close_it && c.out.empty()) {
+		::close(fd);
+		clients_.erase(fd);
+	}
+}
+
+void Daemon::on_signal()
+{
+	signalfd_siginfo si;
+	while (::read(sig_, &si, sizeof si) == sizeof si) {
+		if (si.ssi_signo == SIGCHLD) {
+			int st;
+			pid_t p;
+			while ((p = ::waitpid(-1, &st, WNOHANG)) > 0)
+				if (g_.reap(p)) {
+					// Never run without a guardian: start another and
+					// tell it everything again.
+					log("the guardian died: starting a new one");
+					g_.start(cg_);
+					for (auto &[pid, t] : e.tasks)
+						g_.track(t.cg, t.origin, pid, orig_cpus_[pid]);
+				}
+			continue;
+		}
+		log(fmt::format("signal {}: releasing every task", strsignal(si.ssi_signo)));
+		running_ = false;
+	}
+}
+
+void Daemon::shutdown_all()
+{
+	std::vector<int> pids;
+	for (auto &[pid, t] : e.tasks)
+		pids.push_back(pid);
+	for (int pid : pids)
+		drop(pid, "hpcd exits");
+	cg_.teardown();
+	g_.finish();
+	for (auto &[fd, c] : clients_)
+		::close(fd);
+	release_sockets();
+}
+
+void Daemon::release_sockets()
+{
+	if (ctl_ >= 0) {
+		::close(ctl_);
+		ctl_ = -1;
+		::unlink(o_.control.c_str());
+	}
+	if (mon_ >= 0) {
+		::close(mon_);
+		mon_ = -1;
+		::unlink(o_.monitor.c_str());
+	}
+}
+
+int Daemon::run()
+{
+	// Settings first: a bad one must change nothing.
+	std::string msg;
+	// Options first, then --set (which wins), then --heuristic.
+	std::vector<std::string> kv{"mode=" + o_.mode, "balance=" + o_.balance,
+				    "emul_period_us=" + std::to_string(o_.period_us)};
+	kv.insert(kv.end(), o_.settings.begin(), o_.settings.end());
+	if (!o_.heuristic.empty())
+		kv.push_back("heuristic=" + o_.heuristic);
+	if (SetErr err = apply_settings(e.s, kv, msg); err != SetErr::None) {
+		log(msg);
+		return 2;
+	}
+	// CPUs: the allowed ones, or --cpus; real SMT siblings paired.
+	std::vector<int> allowed = allowed_cpus();
+	std::vector<int> cpus = allowed;
+	if (!o_.cpus.empty()) {
+		auto c = parse_cpulist(o_.cpus);
+		if (!c) {
+			log("--cpus: '" + o_.cpus + "' is not a CPU list (e.g. 0-3 or 0,2,4)");
+			return 2;
+		}
+		for (int x : *c)
+			if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+				log(fmt::format("--cpus: CPU {} is not available (allowed: {})", x,
+						format_cpulist(allowed)));
+				return 2;
+			}
+		cpus = *c;
+	}
+	e.cpus = smt_order(cpus);
+	if (o_.prios.size() > o_.pids.size()) {
+		log("--prio: more priorities than --pid");
+		return 2;
+	}
+	for (uint32_t p : o_.prios)
+		if (p != 0 && p < kBackendRange.min) {
+			log(fmt::format("--prio: {} is outside {}..{} (0: dynamic)", p,
+					kBackendRange.min, kBackendRange.max));
+			return 2;
+		}
+	size_t need = o_.pids.size();
+	if (e.s.mode == Mode::Quota && need > e.cpus.size()) {
+		std::string m = fmt::format(
+			"{} tasks need {} CPUs (one per SMT context) but {} {} available", need,
+			need, e.cpus.size(), e.cpus.size() == 1 ? "is" : "are");
+		if (o_.strict_cpus) {
+			log(m + " (--strict-cpus)");
+			return 3;
+		}
+		log(m + fmt::format(": emulating {} contexts per CPU, everything runs {}x "
+				    "slower (ratios as modelled)",
+				    (need + e.cpus.size() - 1) / e.cpus.size(),
+				    (need + e.cpus.size() - 1) / e.cpus.size()));
+	}
+
+	cg_.setup();
+	g_.start(cg_);
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT})
+		sigaddset(&mask, s);
+	sigprocmask(SIG_BLOCK, &mask, nullptr);
+	std::signal(SIGPIPE, SIG_IGN);
+	sig_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	int rc = 0;
+	try {
+		ctl_ = make_unix(SOCK_STREAM, o_.control, 0600);
+		mon_ = make_unix(SOCK_DGRAM, o_.monitor, 0666);
+		int one = 1;
+		::setsockopt(mon_, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+		timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		long ns = static_cast<long>(o_.sample_ms * 1e6);
+		itimerspec its{{ns / 1000000000, ns % 1000000000},
+			       {ns / 1000000000, ns % 1000000000}};
+		::timerfd_settime(timer_, 0, &its, nullptr);
+
+		hooks_.add = [this](int pid, const std::string &name) {
+			return add(pid, name, "d" + std::to_string(::getpid()), -1);
+		};
+		hooks_.remove = [this](int pid) { drop(pid, "hpcctl asked"); };
+		hooks_.status = [this] { return status(); };
+		hooks_.stat = [this](const Task &t) { return cg_.stat(t.cg); };
+		hooks_.changed = [this] {
+			applied_cpu_.clear(); // mode changes move tasks
+			apply();
+		};
+		hooks_.shutdown = [this] { running_ = false; };
+
+		for (size_t i = 0; i < o_.pids.size(); i++) {
+			int pid = o_.pids[i];
+			std::string err = add(pid, "", "d" + std::to_string(::getpid()), -1);
+			if (!err.empty())
+				throw std::runtime_error(err);
+			if (i < o_.prios.size())
+				e.find(pid)->static_prio = o_.prios[i];
+		}
+		apply();
+		log(fmt::format("ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {}",
+				o_.control, o_.monitor,
+				cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
+				cg_.instance_dir(), e.s.mode == Mode::Quota ? "quota" : "weight",
+				format_cpulist(e.cpus)));
+
+		while (running_) {
+			std::vector<pollfd> fds{{sig_, POLLIN, 0},
+						{timer_, POLLIN, 0},
+						{mon_, POLLIN, 0},
+						{ctl_, POLLIN, 0}};
+			for (auto &[fd, c] : clients_)
+				fds.push_back(
+					{fd,
+					 static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)),
+					 0});
+			if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+				throw std::system_error(errno, std::generic_category(), "poll");
+			if (fds[0].revents)
+				on_signal();
+			if (fds[2].revents)
+				on_datagram();
+			if (fds[1].revents)
+				sample();
+			if (fds[3].revents)
+				on_control_accept();
+			for (size_t i = 4; i < fds.size(); i++)
+				if (fds[i].revents && clients_.count(fds[i].fd))
+					on_client(fds[i].fd, fds[i].revents);
+		}
+	} catch (const std::exception &ex) {
+		log(ex.what());
+		rc = 1;
+	}
+	shutdown_all();
+	return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Opts o;
+	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
+	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
+	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup SMT emulation)", "hpcd"};
+	app.add_option("--pid", o.pids, "manage this process (repeatable; paired in order)")
+		->check(CLI::PositiveNumber);
+	app.add_option("--prio", o.prios,
+		       "fixed priority of the --pid of the same position (0: dynamic), repeatable")
+		->check(CLI::Range(0u, kBackendRange.max));
+	app.add_option("--group-weight", o.group_weight,
+		       "cpu.weight of hpcd's tree against the rest (default 100 per task)")
+		->check(CLI::Range(1u, 10000u));
+	app.add_option("--cpus", o.cpus, "CPUs to use, e.g. 0-3 (default: all allowed)");
+	app.add_option("--mode", o.mode,
+		       "quota: SMT emulation by CPU bandwidth; weight: "
+		       "container-paper CPU weights")
+		->check(CLI::IsMember({"quota", "weight"}));
+	app.add_option("--heuristic", o.heuristic, "uniform or adaptive")
+		->check(CLI::IsMember({"uniform", "adaptive"}));
+	app.add_option("--balance", o.balance, "off: baseline (every task at priority 4)")
+		->check(CLI::IsMember({"on", "off"}));
+	app.add_option("--set", o.settings, "tunable KEY=VALUE (sysfs names), repeatable");
+	app.add_option("--period-us", o.period_us, "bandwidth period (emul_period_us)")
+		->check(CLI::Range(kMinPeriodUs, kMaxPeriodUs));
+	app.add_option("--sample-ms", o.sample_ms, "/proc sampling period")
+		->check(CLI::Range(0.1, 1000.0));
+	app.add_option("--min-burst-us", o.min_burst_us,
+		       "/proc mode: run bursts up to this long inside a wait do not split it")
+		->check(CLI::Range(0u, 1000000u));
+	app.add_option("--control", o.control, "control socket ($HPCD_CONTROL)");
+	app.add_option("--monitor", o.monitor, "monitor datagram socket ($HPCD_SOCKET)");
+	app.add_flag("--no-adopt", o.no_adopt, "ignore the monitor's hello (do not adopt ranks)");
+	app.add_flag("--exit-when-idle", o.exit_when_idle, "exit when the last task has gone");
+	app.add_flag("--strict-cpus", o.strict_cpus,
+		     "refuse to emulate more contexts than there are CPUs");
+	app.add_flag("--cleanup", o.cleanup, "remove cgroups of dead hpcd instances and exit");
+	app.add_flag("-v,--verbose", o.verbose, "log every iteration");
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::ParseError &e) {
+		int rc = app.exit(e);
+		return rc ? 64 : 0;
+	}
+
+	auto mi = read_file("/proc/self/mountinfo");
+	std::string why;
+	auto layout = mi ? find_cpu_cgroup(*mi, "", why) : std::nullopt;
+	if (!layout) {
+		log("no usable cgroup cpu controller: " + (mi ? why : "cannot read mountinfo"));
+		return 1;
+	}
+	if (o.cleanup) {
+		std::string l;
+		int n = cleanup_stale(*layout, "", l);
+		std::cerr << l;
+		log(fmt::format("removed {} stale instance tree(s)", n));
+		return 0;
+	}
+	Cgroups cg(*layout, "hpcd-" + std::to_string(::getpid()));
+	try {
+		Daemon d(o, cg);
+		return d.run();
+	} catch (const std::exception &ex) {
+		log(ex.what());
+		cg.teardown();
+		return 1;
+	}
+}

@@ -1,0 +1,22 @@
+# hpcd (user-space controller) and hpcctl: build targets and the test suite.
+# Included from the top-level Makefile.
+#
+#   make hpcd            hpcd, hpcctl, their unit tests and the test load
+#   make check-hpcd      unit tests + integration on this machine's cgroups (root)
+#   make hpcd-metbench   MetBench under hpcd three ways: baseline, Uniform, Adaptive
+
+HPCD_DIR := $(BUILD)/tools/hpcd
+
+CHECK_SUITES += hpcd
+
+.PHONY: hpcd check-hpcd hpcd-metbench
+
+hpcd: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin
+
+check-hpcd: hpcd
+	@tests/run-suite hpcd -- tools/hpcd/tests/run-suite.sh $(BUILD)
+
+hpcd-metbench: hpcd
+	cmake --build $(BUILD) -j $(JOBS) --target metbench hpcmon
+	@tools/hpcd/metbench-3ways.sh $(BUILD)

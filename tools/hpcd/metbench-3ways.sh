@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# MetBench under hpcd, three ways: baseline (SMT emulation, every worker at
+# priority 4), Uniform and Adaptive. Needs root (cgroups), Open MPI, and the
+# metbench and hpcmon targets built.
+#
+# usage: metbench-3ways.sh BUILD_DIR
+# env:   LOADS (250,1000,250,1000)  ITERATIONS (30)  WAIT (spin)
+#        HPCD_ARGS (extra hpcd options, e.g. "--mode weight")
+set -eu
+build=${1:?usage: metbench-3ways.sh BUILD_DIR}
+hpcd=$build/tools/hpcd/hpcd hpcctl=$build/tools/hpcd/hpcctl
+mb=$build/bench/metbench/metbench mon=$build/tools/hpcmon/libhpcmon.so
+for f in "$hpcd" "$hpcctl" "$mb" "$mon"; do
+	[ -e "$f" ] || { echo "metbench-3ways: $f is not built" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/hpcd-mb.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon HPCMON_QUIET=1
+root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
+loads=${LOADS:-250,1000,250,1000} iters=${ITERATIONS:-30} wait=${WAIT:-spin}
+nworkers=$(( $(tr -cd , <<<"$loads" | wc -c) + 1 ))
+
+printf '%-9s %10s   %s\n' way "time (s)" "final priority per worker (P1..P$nworkers)"
+for way in baseline uniform adaptive; do
+	case $way in
+	baseline) set_=balance=off ;;
+	*) set_=heuristic=$way ;;
+	esac
+	# Rank 0 is MetBench's master: not paired. hpcd exits after the last BYE.
+	# shellcheck disable=SC2086
+	"$hpcd" --set "$set_" --set ignore_ranks=0 --exit-when-idle --group-weight 10000 -v \
+		${HPCD_ARGS:-} 2>"$work/$way.log" &
+	d=$!
+	for _ in $(seq 100); do "$hpcctl" --backend hpcd status >/dev/null 2>&1 && break; sleep 0.05; done
+	mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
+		-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET \
+		"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" --json >"$work/$way.json"
+	wait $d || true
+	t=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["total_time_s"])' "$work/$way.json")
+	# The last decision logged for each rank.
+	prios=$(awk '/ rank [0-9]+ iteration / { for (i = 1; i <= NF; i++) if ($i == "rank") r = $(i + 1); p[r] = $NF }
+		END { for (r = 1; r <= '"$nworkers"'; r++) printf "%s ", (r in p ? p[r] : "-") }' "$work/$way.log")
+	printf '%-9s %10s   %s\n' "$way" "$t" "$prios"
+	[ "$way" = baseline ] || [ -n "${prios// /}" ] || echo "  (no iteration reached hpcd: see $work/$way.log)"
+done

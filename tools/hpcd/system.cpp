@@ -1,0 +1,158 @@
+#include "system.hpp"
+
+#include "cgroup.hpp"
+#include "procstat.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <dirent.h>
+#include <sched.h>
+#include <time.h>
+
+namespace hpcd
+{
+
+std::optional<std::vector<int>> parse_cpulist(std::string_view s)
+{
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+		s.remove_suffix(1);
+	std::vector<int> out;
+	if (s.empty())
+		return std::nullopt;
+	size_t pos = 0;
+	while (pos <= s.size()) {
+		size_t e = s.find(',', pos);
+		if (e == std::string_view::npos)
+			e = s.size();
+		std::string_view item = s.substr(pos, e - pos);
+		int a = 0, b = 0;
+		auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), a);
+		if (ec != std::errc() || a < 0)
+			return std::nullopt;
+		b = a;
+		if (p < item.data() + item.size()) {
+			if (*p != '-')
+				return std::nullopt;
+			auto [p2, ec2] = std::from_chars(p + 1, item.data() + item.size(), b);
+			if (ec2 != std::errc() || p2 != item.data() + item.size() || b < a)
+				return std::nullopt;
+		}
+		if (b >= CPU_SETSIZE)
+			return std::nullopt;
+		for (int c = a; c <= b; c++)
+			if (std::find(out.begin(), out.end(), c) == out.end())
+				out.push_back(c);
+		pos = e + 1;
+	}
+	return out;
+}
+
+std::string format_cpulist(const std::vector<int> &cpus)
+{
+	std::string s;
+	for (int c : cpus)
+		s += (s.empty() ? "" : ",") + std::to_string(c);
+	return s;
+}
+
+std::vector<int> allowed_cpus()
+{
+	return get_affinity(0);
+}
+
+std::vector<int> smt_order(const std::vector<int> &cpus, const std::string &sysfs)
+{
+	std::vector<int> out;
+	for (int c : cpus) {
+		if (std::find(out.begin(), out.end(), c) != out.end())
+			continue;
+		out.push_back(c);
+		auto t = read_file(sysfs + "/cpu" + std::to_string(c) +
+				   "/topology/thread_siblings_list");
+		auto sib = t ? parse_cpulist(*t) : std::nullopt;
+		if (!sib)
+			continue;
+		for (int s : *sib)
+			if (s != c && std::find(cpus.begin(), cpus.end(), s) != cpus.end() &&
+			    std::find(out.begin(), out.end(), s) == out.end()) {
+				out.push_back(s);
+				break;
+			}
+	}
+	return out;
+}
+
+std::vector<int> get_affinity(int pid)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	std::vector<int> out;
+	if (sched_getaffinity(pid, sizeof set, &set) < 0)
+		return out;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			out.push_back(c);
+	return out;
+}
+
+bool set_affinity(int pid, const std::vector<int> &cpus)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (int c : cpus)
+		CPU_SET(c, &set);
+	bool any = false;
+	std::string dir = "/proc/" + std::to_string(pid) + "/task";
+	if (DIR *d = opendir(dir.c_str())) {
+		while (auto *e = readdir(d)) {
+			int tid = 0;
+			auto n = std::string_view(e->d_name);
+			if (std::from_chars(n.data(), n.data() + n.size(), tid).ec != std::errc())
+				continue;
+			if (sched_setaffinity(tid, sizeof set, &set) == 0)
+				any = true;
+		}
+		closedir(d);
+	}
+	return any;
+}
+
+uint64_t mono_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string proc_comm(int pid)
+{
+	auto t = read_file("/proc/" + std::to_string(pid) + "/comm");
+	if (!t)
+		return "";
+	while (!t->empty() && t->back() == '\n')
+		t->pop_back();
+	return *t;
+}
+
+bool proc_alive(int pid)
+{
+	auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
+	auto s = t ? parse_proc_stat(*t) : std::nullopt;
+	return s && s->state != 'Z' && s->state != 'X';
+}
+
+bool is_descendant(int pid, int ancestor)
+{
+	for (int i = 0; i < 64 && pid > 1; i++) {
+		auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
+		auto s = t ? parse_proc_stat(*t) : std::nullopt;
+		if (!s)
+			return false;
+		if (s->ppid == ancestor)
+			return true;
+		pid = s->ppid;
+	}
+	return false;
+}
+
+} // namespace hpcd

@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# hpcd on this machine's real cgroups (v1 or v2), as root. TAP output.
+#
+# usage: integration.sh BIN_DIR     (BIN_DIR holds hpcd, hpcctl, hpcd-spin)
+#
+# Never skips: without root or without a usable cpu controller every test
+# fails with the reason.
+set -u
+bin=${1:?usage: integration.sh BIN_DIR}
+hpcd=$bin/hpcd hpcctl=$bin/hpcctl spin=$bin/hpcd-spin
+work=$(mktemp -d /tmp/hpcd-it.XXXXXX)
+export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
+export HPC_SYSFS=$work/no-kernel # this suite tests hpcd, whatever the kernel has
+n=0 failed=0
+pids=()
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name" "failed: $*"; fi; }
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- preflight: root and a cpu controller we can write -----------------------
+why=
+[ "$(id -u)" -eq 0 ] || why="needs root (it creates cgroups and moves tasks)"
+for b in "$hpcd" "$hpcctl" "$spin"; do [ -x "$b" ] || why="$b is not built"; done
+cgv=$(awk '$9 == "cgroup" && $NF ~ /(^|,)cpu(,|$)/ { print "v1 " $5; exit }' /proc/self/mountinfo)
+if [ -z "$cgv" ]; then
+	m=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	[ -n "$m" ] && grep -qw cpu "$m/cgroup.controllers" 2>/dev/null && cgv="v2 $m"
+fi
+[ -z "$why" ] && [ -z "$cgv" ] && why="no cgroup v1 cpu mount and no cgroup2 with the cpu controller"
+if [ -z "$why" ]; then
+	root=${cgv#* }
+	probe=$root/hpcsched-probe-$$
+	if mkdir "$probe" 2>"$work/err"; then rmdir "$probe"; else why="cannot create a cgroup in $root: $(cat "$work/err")"; fi
+fi
+if [ -n "$why" ]; then
+	echo "not ok 1 - integration preflight: $why"
+	exit 1
+fi
+ver=${cgv%% *}
+echo "# cgroup $ver at $root"
+
+quota_of() { # PID -> "quota period" of its cgroup
+	local rel d
+	if [ "$ver" = v1 ]; then
+		rel=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/$1/cgroup)
+		d=$root$rel
+		echo "$(cat "$d/cpu.cfs_quota_us" 2>/dev/null) $(cat "$d/cpu.cfs_period_us" 2>/dev/null)"
+	else
+		rel=$(awk -F: '$1 == "0" { print $3 }' /proc/$1/cgroup)
+		cat "$root$rel/cpu.max" 2>/dev/null
+	fi
+}
+cg_of() { if [ "$ver" = v1 ]; then awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/$1/cgroup; else awk -F: '$1 == "0" { print $3 }' /proc/$1/cgroup; fi; }
+runtime() { awk '{ print $1 }' /proc/$1/schedstat; }
+affinity() { awk '/^Cpus_allowed_list/ { print $2 }' /proc/$1/status; }
+wait_for() { # SECONDS 'SHELL CODE': evaluate it until it succeeds or time runs out
+	local end=$(( $(date +%s%N) + $1 * 1000000000 ))
+	while :; do
+		eval "$2" && return 0
+		[ "$(date +%s%N)" -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+ctl_up() { "$hpcctl" --backend hpcd status --json >/dev/null 2>&1; }
+start_spin() { "$spin" "$@" >/dev/null & pids+=($!); }
+task_json() { "$hpcctl" --backend hpcd top --once --json | python3 -c "import json,sys; t={x['pid']:x for x in json.load(sys.stdin)}; print(t[$1]['$2'])"; }
+
+orig_aff=$(affinity $$)
+ncpu=$(nproc)
+cpus="0,1"; [ "$ncpu" -lt 2 ] && cpus=0
+
+# --- 1. a static pair (4, 6): quotas as the model, pinned, CPU-time ratio ----
+start_spin 60; a=$!
+start_spin 60; b=$!
+orig_cg=$(cg_of $a)
+"$hpcd" --pid $a --pid $b --prio 4 --prio 6 --cpus $cpus --group-weight 10000 2>"$work/hpcd1.log" &
+d=$!; pids+=($d)
+if wait_for 5 ctl_up && wait_for 3 'test "$(quota_of $a)" = "1750 10000" -a "$(quota_of $b)" = "7000 10000"'; then
+	ok "static pair (4,6): light quota $(quota_of $a), heavy $(quota_of $b) = hpc_smt_speed 175/700 permille of 10 ms"
+else
+	nok "static pair (4,6) quotas" "light: $(quota_of $a) heavy: $(quota_of $b) (want 1750 / 7000 of 10000)" "$(tail -3 "$work/hpcd1.log")"
+fi
+case $cpus in
+0,1) check "emulated core: ranks pinned to CPUs 0 and 1" test "$(affinity $a)/$(affinity $b)" = "0/1" ;;
+*) check "one CPU: both contexts on CPU 0" test "$(affinity $a)/$(affinity $b)" = "0/0" ;;
+esac
+ra=$(runtime $a) rb=$(runtime $b); sleep 3; ra=$(( $(runtime $a) - ra )); rb=$(( $(runtime $b) - rb ))
+ratio=$(awk -v a=$ra -v b=$rb 'BEGIN { printf "%.3f", b ? a / b : 99 }')
+echo "# cpu time over 3 s: light $((ra / 1000000)) ms, heavy $((rb / 1000000)) ms, ratio $ratio (model 175/700 = 0.25)"
+if awk -v r=$ratio 'BEGIN { exit !(r >= 0.12 && r <= 0.45) }'; then
+	ok "cpu time ratio light/heavy $ratio within 0.12..0.45 (model 0.25)"
+else
+	nok "cpu time ratio light/heavy $ratio not within 0.12..0.45 (model 0.25)" "light $ra ns heavy $rb ns; a loaded machine can starve both"
+fi
+thr=$(task_json $a nr_throttled 2>/dev/null)
+check "the light context is throttled (nr_throttled=$thr)" test "${thr:-0}" -gt 0
+
+# --- 2. knobs through hpcctl and hpcd -------------------------------------------
+check "hpcctl set low_util=60" "$hpcctl" set low_util=60
+check "hpcctl get low_util -> 60" test "$("$hpcctl" get low_util)" = 60
+"$hpcctl" set bogus=1 >"$work/o" 2>&1; rc=$?
+check "hpcctl set bogus=1: exit 2, names the key ($(head -c 60 "$work/o"))" test $rc -eq 2 -a -n "$(grep -l "unknown parameter 'bogus'" "$work/o")"
+"$hpcctl" set low_util=abc >"$work/o" 2>&1; rc=$?
+check "hpcctl set low_util=abc: exit 2" test $rc -eq 2
+"$hpcctl" set min_wait_us=500 low_util=99 >"$work/o" 2>&1; rc=$?
+check "hpcctl set with an invariant broken: exit 2, nothing changed" \
+	test $rc -eq 2 -a "$("$hpcctl" get low_util)" = 60 -a "$("$hpcctl" get min_wait_us)" = 100
+"$hpcctl" set backend=x >/dev/null 2>&1; rc=$?
+check "hpcctl set backend=x (read-only): exit 2" test $rc -eq 2
+"$hpcctl" set queue=fifo >/dev/null 2>&1; rc=$?
+check "hpcctl set queue=fifo (kernel only): exit 2" test $rc -eq 2
+"$hpcctl" get nosuchkey >/dev/null 2>&1; rc=$?
+check "hpcctl get nosuchkey: exit 2" test $rc -eq 2
+"$hpcctl" prio $a 9 >/dev/null 2>&1; rc=$?
+check "hpcctl prio PID 9 (outside 1..6): exit 2" test $rc -eq 2
+check "hpcctl top --once prints a table" bash -c "'$hpcctl' top --once | grep -q '^ *$a '"
+kill -TERM $d; wait $d 2>/dev/null
+check "SIGTERM: tasks back in their cgroup ($(cg_of $a))" test "$(cg_of $a)" = "$orig_cg" -a "$(cg_of $b)" = "$orig_cg"
+check "SIGTERM: affinity restored ($(affinity $a))" test "$(affinity $a)" = "$orig_aff"
+check "SIGTERM: hpcd's cgroups removed" test ! -e "$root/hpcsched/hpcd-$d"
+
+# --- 3. SIGKILL: the guardian undoes everything ------------------------------------
+"$hpcd" --pid $a --pid $b --prio 6 --prio 4 --cpus $cpus 2>"$work/hpcd2.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+if wait_for 3 'test "$(quota_of $a)" = "7000 10000"'; then ok "before SIGKILL: throttled ($(quota_of $a), $(quota_of $b))"; else nok "before SIGKILL: quota not set" "$(quota_of $a)"; fi
+g=$(pgrep -P $d hpcd-guardian || pgrep -x hpcd-guardian | head -1)
+kill -KILL $d; wait $d 2>/dev/null
+if wait_for 3 'test "$(cg_of $a)" = "$orig_cg" -a "$(cg_of $b)" = "$orig_cg" -a ! -e "$root/hpcsched/hpcd-$d"'; then
+	ok "after SIGKILL: tasks back in $orig_cg, no quota left, hpcd's cgroups gone"
+else
+	nok "after SIGKILL: cleanup" "a in $(cg_of $a), b in $(cg_of $b), tree: $(ls "$root/hpcsched" 2>&1)"
+fi
+check "after SIGKILL: affinity restored ($(affinity $a))" test "$(affinity $a)" = "$orig_aff" -a "$(affinity $b)" = "$orig_aff"
+check "after SIGKILL: the tasks still run" kill -0 $a $b
+check "after SIGKILL: no quota on their cgroup ($(quota_of $a))" bash -c "q='$(quota_of $a)'; case \$q in -1*|max*) exit 0;; esac; exit 1"
+
+# --- 4. /proc sampling drives the core: heavy spin + light sleeper ------------
+{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+start_spin 60; a=$!
+start_spin 60 10 100; b=$!   # computes 10 ms (CPU time), sleeps 100 ms
+"$hpcd" --pid $a --pid $b --cpus $cpus --group-weight 10000 2>"$work/hpcd3.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+if wait_for 10 'test "$(task_json $a prio 2>/dev/null)" = 6'; then
+	ok "/proc sampling: the busy task rises to prio 6 (light: $(task_json $b prio), U_last $(task_json $b last_util))"
+else
+	nok "/proc sampling: busy task did not rise" "$("$hpcctl" top --once)"
+fi
+it=$(task_json $b iterations)
+check "/proc sampling: the sleeper's iterations are counted ($it)" test "${it:-0}" -gt 5
+kill -TERM $d; wait $d 2>/dev/null
+{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+
+# --- 5. the monitor's datagrams: hello adopts ranks, iterations drive the core --
+start_spin 60; a=$!
+start_spin 60; b=$!
+"$hpcd" --cpus $cpus 2>"$work/hpcd4.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+python3 - "$HPCD_SOCKET" $a $b <<'PY'
+import socket, struct, sys, time
+path, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
+    return struct.pack("=IHHiiiIQQQQ", 0x48504331, 1, kind, pid, rank, 2, 7, it, run, wait, end)
+for pid, rank in ((a, 0), (b, 1)):
+    s.sendto(rec(2, pid, rank), path)
+time.sleep(0.3)
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+for i in range(4):
+    end = now + (i + 1) * 1000000000
+    s.sendto(rec(1, b, 1, i, 250000000, 750000000, end), path)
+    s.sendto(rec(1, a, 0, i, 999800000, 200000, end + 10000), path)
+PY
+sleep 0.3
+check "monitor: hello adopted both ranks" wait_for 3 'test "$(task_json $a source 2>/dev/null)/$(task_json $b rank 2>/dev/null)" = "monitor/1"'
+check "monitor: iterations drive the core (heavy prio $(task_json $a prio), light $(task_json $b prio))" \
+	wait_for 3 'test "$(task_json $a prio)/$(task_json $b prio)" = "6/4"'
+check "monitor: modelled quotas 7000 / 1750 of 10000" wait_for 3 'test "$(quota_of $a)" = "7000 10000" -a "$(quota_of $b)" = "1750 10000"'
+kill -TERM $d; wait $d 2>/dev/null
+{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+
+# --- 6. hpcctl run: starts hpcd, exits with the command's status ---------------------
+"$hpcctl" run --hpcd "$hpcd" -- sh -c 'exit 7'; rc=$?
+check "hpcctl run -- sh -c 'exit 7': exit 7" test $rc -eq 7
+out=$("$hpcctl" run --hpcd "$hpcd" --heuristic adaptive -- sh -c 'cat /proc/self/cgroup'); rc=$?
+check "hpcctl run: the command runs in hpcd's cgroup" bash -c "[ $rc -eq 0 ] && echo '$out' | grep -q /hpcsched/hpcd-"
+wait_for 5 '! ctl_up'
+check "hpcctl run: the hpcd it started exits with its last task" bash -c "! '$hpcctl' --backend hpcd status >/dev/null 2>&1"
+"$hpcctl" run --hpcd "$hpcd" -- /nonexistent/cmd 2>/dev/null; rc=$?
+check "hpcctl run -- /nonexistent/cmd: exit 127" test $rc -eq 127
+"$hpcctl" run --hpcd "$hpcd" --set bogus=1 -- true 2>/dev/null; rc=$?
+check "hpcctl run --set bogus=1: exit 2" test $rc -eq 2
+
+# --- 6b. weight mode: both contexts share a CPU, weights, no quota -------------
+start_spin 60; a=$!
+start_spin 60; b=$!
+"$hpcd" --pid $a --pid $b --mode weight --cpus $cpus 2>"$work/hpcd5.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+wait_for 3 'test "$(affinity $a)" = 0'
+check "weight mode: both contexts on CPU 0 ($(affinity $a)/$(affinity $b))" test "$(affinity $a)/$(affinity $b)" = "0/0"
+if [ "$ver" = v1 ]; then w=$(cat "$root$(cg_of $a)/cpu.shares"); else w=$(cat "$root$(cg_of $a)/cpu.weight"); fi
+check "weight mode: no quota ($(quota_of $a)), weight written ($w)" bash -c "case '$(quota_of $a)' in -1*|max*) [ -n '$w' ];; *) exit 1;; esac"
+"$hpcctl" set mode=quota >/dev/null
+check "mode=quota at run time: contexts on CPUs of their own again" wait_for 3 'test "$(affinity $a)/$(affinity $b)" = "${cpus%%,*}/${cpus##*,}"'
+kill -TERM $d; wait $d 2>/dev/null
+{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+
+# --- 6c. hpcctl against the kernel's sysfs (a fake one: same files) ------------
+k=$work/sysfs; mkdir -p "$k"
+for kv in low_util=65 high_util=85 min_prio=4 max_prio=6 global_weight=10 last_weight=90 \
+	heuristic=uniform min_wait_us=100 queue=rr timeslice_us=100000 emul_period_us=10000 \
+	backend=x86-smt-emul "prio_range=1 6" "smt_pairs=0 1"; do echo "${kv#*=}" >"$k/${kv%%=*}"; done
+check "kernel: hpcctl get low_util" test "$(HPC_SYSFS=$k "$hpcctl" get low_util)" = 65
+HPC_SYSFS=$k "$hpcctl" set low_util=60 heuristic=adaptive; rc=$?
+check "kernel: hpcctl set writes sysfs" test $rc -eq 0 -a "$(cat "$k/low_util")/$(cat "$k/heuristic")" = "60/adaptive"
+HPC_SYSFS=$k "$hpcctl" set min_wait_us=500 low_util=90 2>"$work/o"; rc=$?
+check "kernel: invariant broken (low_util=90 >= high_util): exit 2, nothing written" \
+	test $rc -eq 2 -a "$(cat "$k/low_util")/$(cat "$k/min_wait_us")" = "60/100"
+HPC_SYSFS=$k "$hpcctl" set max_prio=7 2>/dev/null; rc=$?
+check "kernel: max_prio=7 outside prio_range 1 6: exit 2" test $rc -eq 2
+HPC_SYSFS=$k "$hpcctl" set smt_pairs=1 2>/dev/null; rc=$?
+check "kernel: read-only smt_pairs: exit 2" test $rc -eq 2
+HPC_SYSFS=$k "$hpcctl" set timeslice_us=10 2>/dev/null; rc=$?
+check "kernel: timeslice_us=10: exit 2" test $rc -eq 2
+HPC_SYSFS=$k "$hpcctl" run -- true 2>"$work/o"; rc=$?
+if [ -d /sys/kernel/sched_hpc ]; then
+	check "kernel: hpcctl run -- true under SCHED_HPC" test $rc -eq 0
+else
+	check "kernel: run without SCHED_HPC in this kernel: exit 1, says sched_setscheduler" \
+		test $rc -eq 1 -a -n "$(grep -l 'sched_setscheduler(SCHED_HPC)' "$work/o")"
+fi
+
+# --- 7. hpcctl usage errors -----------------------------------------------------
+"$hpcctl" frobnicate >"$work/o" 2>&1; rc=$?
+check "hpcctl frobnicate: exit 64, 'unknown command'" test $rc -eq 64 -a -n "$(grep -l "unknown command 'frobnicate'" "$work/o")"
+"$hpcctl" run true >"$work/o" 2>&1; rc=$?
+check "hpcctl run without --: exit 65" test $rc -eq 65 -a -n "$(grep -l "put '--'" "$work/o")"
+"$hpcctl" run -- >/dev/null 2>&1; rc=$?
+check "hpcctl run -- (no command): exit 65" test $rc -eq 65
+"$hpcctl" >/dev/null 2>&1; rc=$?
+check "hpcctl (nothing): exit 64" test $rc -eq 64
+"$hpcctl" get low_util >/dev/null 2>&1; rc=$?
+check "hpcctl get without hpcd: exit 3" test $rc -eq 3
+"$hpcctl" top --interval -1 >/dev/null 2>&1; rc=$?
+check "hpcctl top --interval -1: exit 64" test $rc -eq 64
+for c in "" run get set top status prio; do
+	"$hpcctl" $c --help >/dev/null 2>&1; rc=$?
+	check "hpcctl $c --help: exit 0" test $rc -eq 0
+done
+"$hpcd" --mode turbo >/dev/null 2>&1; rc=$?
+check "hpcd --mode turbo: exit 64" test $rc -eq 64
+"$hpcd" --set low_util=101 >/dev/null 2>&1; rc=$?
+check "hpcd --set low_util=101: exit 2" test $rc -eq 2
+"$hpcd" --cpus 0-4095 >/dev/null 2>&1; rc=$?
+check "hpcd --cpus with CPUs it may not use: exit 2" test $rc -eq 2
+check "no hpcd cgroups left behind" bash -c "! ls -d '$root'/hpcsched/hpcd-* >/dev/null 2>&1"
+
+echo "1..$n"
+[ $failed -eq 0 ]

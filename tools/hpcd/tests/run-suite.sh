@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The hpcd suite: GoogleTest unit tests, then the integration tests on this
+# machine's cgroups.  usage: run-suite.sh BUILD_DIR
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:?usage: run-suite.sh BUILD_DIR}/tools/hpcd
+status=0
+if [ -x "$bin/hpcd-tests" ]; then
+	"$bin/hpcd-tests" || status=1
+else
+	echo "not ok 1 - hpcd-tests: $bin/hpcd-tests not built"; status=1
+fi
+"$here/integration.sh" "$bin" || status=1
+exit $status
