@@ -12,8 +12,19 @@ check-unit: build
 check-sim: build
 	@tests/run-suite sim -- $(BUILD)/tools/sim/hpcsim-tests
 
-# The main job. Until the user-space controller drives real processes, it is
-# the simulator's reproduction of the paper's Tables III and IV.
+RUN_DIR ?= $(BUILD)/run
+
+# The main job: MetBench with 4 workers on this machine's emulated SMT cores,
+# three ways (baseline, hpcd Uniform, hpcd Adaptive), the Table III shape and
+# a timeline plot; then the simulator's view of MetBench and MetBenchVar.
 run: build
+	@echo "== MetBench on this machine under hpcd (cgroup SMT emulation) =="
+	@rm -rf $(RUN_DIR); mkdir -p $(RUN_DIR)
+	@LOADS=$${LOADS:-500,2000,500,2000} ITERATIONS=$${ITERATIONS:-20} \
+		tools/hpcd/metbench-3ways.sh $(BUILD) $(RUN_DIR) > $(RUN_DIR)/summary.txt
+	@grep "hpcd:" $(RUN_DIR)/summary.txt | sort -u || true
+	@/usr/bin/python3 bench/metbench/report.py $(RUN_DIR) --png $(RUN_DIR)/timeline.png \
+		--title "MetBench on $$(nproc) CPUs, hpcd cgroup SMT emulation"
+	@echo; echo "== The same policy in the simulator (paper's machine model) =="
 	@$(HPCSIM) table --workload metbench
 	@$(HPCSIM) table --workload metbenchvar

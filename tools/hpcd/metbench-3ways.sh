@@ -3,9 +3,12 @@
 # priority 4), Uniform and Adaptive. Needs root (cgroups), Open MPI, and the
 # metbench and hpcmon targets built.
 #
-# usage: metbench-3ways.sh BUILD_DIR
+# usage: metbench-3ways.sh BUILD_DIR [OUT_DIR]
 # env:   LOADS (250,1000,250,1000)  ITERATIONS (30)  WAIT (spin)
 #        HPCD_ARGS (extra hpcd options, e.g. "--mode weight")
+# OUT_DIR (default: a temporary directory) keeps, per way, MetBench's JSON
+# result and trace, hpcd's log and the workers' final priorities, in the
+# form bench/metbench/report.py reads.
 set -eu
 build=${1:?usage: metbench-3ways.sh BUILD_DIR}
 hpcd=$build/tools/hpcd/hpcd hpcctl=$build/tools/hpcd/hpcctl
@@ -13,9 +16,17 @@ mb=$build/bench/metbench/metbench mon=$build/tools/hpcmon/libhpcmon.so
 for f in "$hpcd" "$hpcctl" "$mb" "$mon"; do
 	[ -e "$f" ] || { echo "metbench-3ways: $f is not built" >&2; exit 1; }
 done
-work=$(mktemp -d /tmp/hpcd-mb.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${2:-}" ]; then
+	work=$2
+	mkdir -p "$work"
+else
+	work=$(mktemp -d /tmp/hpcd-mb.XXXXXX)
+	trap 'rm -rf "$work"' EXIT
+fi
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon HPCMON_QUIET=1
+# Waiting ranks sleep (the monitor polls with back-off) so that the master
+# and a waiting sibling leave the CPU to the ranks that compute.
+export HPCMON_BLOCKING_WAIT=${HPCMON_BLOCKING_WAIT:-1}
 root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
 loads=${LOADS:-250,1000,250,1000} iters=${ITERATIONS:-30} wait=${WAIT:-spin}
 nworkers=$(( $(tr -cd , <<<"$loads" | wc -c) + 1 ))
@@ -33,13 +44,18 @@ for way in baseline uniform adaptive; do
 	d=$!
 	for _ in $(seq 100); do "$hpcctl" --backend hpcd status >/dev/null 2>&1 && break; sleep 0.05; done
 	mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
-		-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET \
-		"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" --json >"$work/$way.json"
+		-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
+		"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" --json \
+		--trace "$work/$way.csv" >"$work/$way.json"
 	wait $d || true
 	t=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["total_time_s"])' "$work/$way.json")
 	# The last decision logged for each rank.
 	prios=$(awk '/ rank [0-9]+ iteration / { for (i = 1; i <= NF; i++) if ($i == "rank") r = $(i + 1); p[r] = $NF }
 		END { for (r = 1; r <= '"$nworkers"'; r++) printf "%s ", (r in p ? p[r] : "-") }' "$work/$way.log")
 	printf '%-9s %10s   %s\n' "$way" "$t" "$prios"
+	n=1
+	: >"$work/$way.prio"
+	for p in $prios; do echo "P$n $p" >>"$work/$way.prio"; n=$((n + 1)); done
+	grep -h "emulating" "$work/$way.log" | sed 's/^/  hpcd: /' | head -n 1 || true
 	[ "$way" = baseline ] || [ -n "${prios// /}" ] || echo "  (no iteration reached hpcd: see $work/$way.log)"
 done
