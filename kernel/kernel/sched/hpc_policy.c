@@ -7,6 +7,12 @@
  */
 #include "hpc_policy.h"
 
+/*
+ * The text side (knob names, heuristic names, error messages, lookups) is for
+ * front ends that parse and print; BPF programs never do, and tables of
+ * pointers in .rodata do not belong in a BPF object.
+ */
+#ifndef __bpf__
 const char * const hpc_param_names[HPC_P_NR] = {
 	[HPC_P_LOW_UTIL]	= "low_util",
 	[HPC_P_HIGH_UTIL]	= "high_util",
@@ -34,6 +40,7 @@ static const char * const hpc_param_err_msgs[HPC_PARAM_ERR_NR] = {
 	[HPC_PARAM_ERR_HEURISTIC]	= "heuristic must be uniform or adaptive",
 	[HPC_PARAM_ERR_MIN_WAIT]	= "min_wait_us must be within 0..1000000",
 };
+#endif /* !__bpf__ */
 
 void hpc_params_default(struct hpc_params *p)
 {
@@ -81,6 +88,7 @@ int hpc_params_check(const struct hpc_params *p,
 	return HPC_PARAM_OK;
 }
 
+#ifndef __bpf__
 const char *hpc_param_err_str(int err)
 {
 	if (err < 0 || err >= HPC_PARAM_ERR_NR)
@@ -123,6 +131,7 @@ int hpc_heuristic_lookup(const char *name)
 			return i;
 	return -1;
 }
+#endif /* !__bpf__ */
 
 /* Where each tunable lives in struct hpc_params. */
 static const unsigned short hpc_param_offs[HPC_P_NR] = {
