@@ -1,0 +1,2 @@
+int helper(void);
+int helper(void) { return 7; }

@@ -1,0 +1,52 @@
+# Common settings for tools/kbuild/* scripts (sourced, not executed).
+# Paths are derived from this file's location, never hard-coded.
+
+KB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$KB_DIR/../.." && pwd)
+BK=${BK:-$TOP/build-kernel}                  # all kernel build state lives here
+TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+PATCHDIR=$TOP/patches
+MIRROR=$TOP/kernel                           # repo kernel/ mirrors tree paths
+FRAGMENT=${KCONFIG_FRAGMENT:-$TOP/tests/guest/configs/x86_64.config}
+JOBS=${JOBS:-$(nproc)}
+
+# Fixed identity for the commits we create, so that the pristine commit (and
+# the series applied with --committer-date-is-author-date) hash the same in
+# every clone.
+KB_GIT=(git -c user.name=hpcsched-kbuild -c user.email=kbuild@hpcsched.invalid
+        -c advice.detachedHead=false -c core.autocrlf=false -c gc.auto=0)
+
+# Reproducible build identity and ccache settings that give cache hits from a
+# fresh clone at another path (in-tree build => relative paths on the command
+# line; NOHASHDIR => the cwd baked into DWARF comp_dir is not hashed).
+export KBUILD_BUILD_TIMESTAMP=${KBUILD_BUILD_TIMESTAMP:-Thu Jan  1 00:00:00 UTC 2026}
+export KBUILD_BUILD_USER=${KBUILD_BUILD_USER:-hpcsched}
+export KBUILD_BUILD_HOST=${KBUILD_BUILD_HOST:-kbuild}
+export KBUILD_BUILD_VERSION=${KBUILD_BUILD_VERSION:-1}
+export LOCALVERSION=${LOCALVERSION-}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-include_file_mtime,include_file_ctime,time_macros,locale}
+
+log()  { printf 'kbuild: %s\n' "$*" >&2; }
+die()  { printf 'kbuild: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Hash identifying the patch series (names + contents); "none" when empty.
+patches_hash() {
+	local f found=0
+	{
+		for f in "$PATCHDIR"/*.patch; do
+			[ -e "$f" ] || continue
+			found=1
+			printf '%s\n' "$(basename "$f")"
+			cat "$f"
+		done
+		[ "$found" = 1 ] || printf 'none\n'
+	} | sha256sum | cut -c1-16
+}
+
+# Files of the repo kernel/ mirror, relative to it (tree paths).
+mirror_files() {
+	[ -d "$MIRROR" ] || return 0
+	(cd "$MIRROR" && find . -type f ! -name '.*' -printf '%P\n' | LC_ALL=C sort)
+}
