@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _LINUX_SCHED_HPC_H
+#define _LINUX_SCHED_HPC_H
+
+/*
+ * Interfaces of the SCHED_HPC scheduling class outside kernel/sched/.
+ * See Documentation/scheduler/sched-hpc.rst.
+ */
+
+struct seq_file;
+struct pid_namespace;
+struct pid;
+struct task_struct;
+
+#ifdef CONFIG_SCHED_HPC
+/* /proc/<pid>/sched_hpc */
+int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
+		       struct pid *pid, struct task_struct *p);
+#endif
+
+#endif /* _LINUX_SCHED_HPC_H */

@@ -1,0 +1,1085 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SCHED_HPC scheduling class.
+ *
+ * A class between the real-time and the fair class for HPC (MPI-style)
+ * applications: one task per CPU that alternates compute phases and waits.
+ * The class runs its tasks round-robin (or FIFO), tracks their iterations
+ * with the policy core (hpc_policy.c) and gives each task the hardware
+ * thread priority the core decides on; a mechanism backend applies it.
+ *
+ * See Documentation/scheduler/sched-hpc.rst.
+ */
+#include <linux/sched/clock.h>
+#include <linux/sched/hpc.h>
+#include <linux/irq_work.h>
+#include <linux/kobject.h>
+#include <linux/mmu_context.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+
+#include "sched.h"
+#include "hpc_backend.h"
+#include "hpc_policy.h"
+#include "hpc_smt.h"
+
+static_assert(sizeof(struct hpc_task) <=
+	      sizeof_field(struct sched_hpc_entity, state));
+
+enum hpc_queue_mode {
+	HPC_QUEUE_RR = 0,
+	HPC_QUEUE_FIFO,
+};
+
+#define HPC_DEF_TIMESLICE_US	100000
+#define HPC_MIN_TIMESLICE_US	1000
+#define HPC_MAX_TIMESLICE_US	1000000
+#define HPC_DEF_EMUL_PERIOD_US	10000
+#define HPC_MIN_EMUL_PERIOD_US	1000
+#define HPC_MAX_EMUL_PERIOD_US	1000000
+
+/*
+ * Tunables. A write builds a new copy, checks it and publishes it with RCU,
+ * so that readers (under a runqueue lock) always see a consistent set.
+ */
+struct hpc_conf {
+	struct hpc_params	p;
+	u32			queue;
+	u32			timeslice_us;
+	u32			emul_period_us;
+	struct rcu_head		rcu;
+};
+
+static struct hpc_conf hpc_conf_boot = {
+	.queue		= HPC_QUEUE_RR,
+	.timeslice_us	= HPC_DEF_TIMESLICE_US,
+	.emul_period_us	= HPC_DEF_EMUL_PERIOD_US,
+};
+
+static struct hpc_conf __rcu *hpc_conf_ptr = RCU_INITIALIZER(&hpc_conf_boot);
+static DEFINE_MUTEX(hpc_conf_mutex);
+
+/* What applies the priorities. */
+static const struct hpc_backend *const hpc_backend = &hpc_emul_backend;
+
+/*
+ * Snapshot of the SCHED_HPC task running (or that ran last) on a CPU. The
+ * task on the sibling SMT context reads it to judge the task it waits for,
+ * without touching that CPU's runqueue. The lock is a leaf: it nests inside
+ * any runqueue lock and nothing nests inside it.
+ */
+struct hpc_snap {
+	raw_spinlock_t		lock;
+	pid_t			pid;	/* 0: no SCHED_HPC task */
+	struct hpc_task		t;
+};
+
+static DEFINE_PER_CPU(struct hpc_snap, hpc_snaps);
+/* The sibling SMT context of each CPU, or -1. */
+static DEFINE_PER_CPU(int, hpc_sibling) = -1;
+
+static inline struct hpc_task *hpc_it(struct task_struct *p)
+{
+	return (struct hpc_task *)p->hpc.state;
+}
+
+/* Callers hold a runqueue lock or p->pi_lock: preemption is off. */
+static inline const struct hpc_conf *hpc_conf(void)
+{
+	return rcu_dereference_sched(hpc_conf_ptr);
+}
+
+static u64 hpc_timeslice_ns(const struct hpc_conf *c)
+{
+	return (u64)c->timeslice_us * NSEC_PER_USEC;
+}
+
+u64 hpc_emul_period_ns(void)
+{
+	return (u64)hpc_conf()->emul_period_us * NSEC_PER_USEC;
+}
+
+int hpc_cpu_sibling(int cpu)
+{
+	return per_cpu(hpc_sibling, cpu);
+}
+
+/*
+ * The backend holds @rq's tasks back: they stay queued but are not picked
+ * and do not count as running, as with RT and CFS bandwidth throttling.
+ */
+void hpc_throttle(struct rq *rq)
+{
+	struct sched_hpc_entity *hse;
+	u64 now = rq_clock(rq);
+
+	if (rq->hpc.throttled)
+		return;
+	rq->hpc.throttled = 1;
+	sub_nr_running(rq, rq->hpc.nr_queued);
+	list_for_each_entry(hse, &rq->hpc.queue, run_list) {
+		hse->throttled = 1;
+		hse->throttle_start = now;
+	}
+	if (rq->curr->sched_class == &hpc_sched_class)
+		resched_curr(rq);
+}
+
+void hpc_unthrottle(struct rq *rq)
+{
+	struct sched_hpc_entity *hse;
+	u64 now = rq_clock(rq);
+
+	if (!rq->hpc.throttled)
+		return;
+	rq->hpc.throttled = 0;
+	add_nr_running(rq, rq->hpc.nr_queued);
+	list_for_each_entry(hse, &rq->hpc.queue, run_list) {
+		if (hse->throttled && now > hse->throttle_start)
+			hse->throttled_ns += now - hse->throttle_start;
+		hse->throttled = 0;
+	}
+	if (rq->hpc.nr_queued &&
+	    sched_class_above(&hpc_sched_class, rq->curr->sched_class))
+		resched_curr(rq);
+}
+
+static void hpc_snap_publish(int cpu, struct task_struct *p)
+{
+	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&s->lock, flags);
+	s->pid = p->pid;
+	s->t = *hpc_it(p);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/* Refresh the snapshot of @cpu if it shows @p (or nothing). */
+static void hpc_snap_refresh(int cpu, struct task_struct *p)
+{
+	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&s->lock, flags);
+	if (!s->pid || s->pid == p->pid) {
+		s->pid = p->pid;
+		s->t = *hpc_it(p);
+	}
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/* @p no longer runs on @cpu as SCHED_HPC: forget it there. */
+static void hpc_snap_clear(int cpu, struct task_struct *p)
+{
+	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&s->lock, flags);
+	if (s->pid == p->pid)
+		s->pid = 0;
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/* The class of the task on the sibling context of @cpu (hpc_peer_class()). */
+static int hpc_sibling_class(int cpu, u64 now, u64 since,
+			     const struct hpc_params *params)
+{
+	int sib = per_cpu(hpc_sibling, cpu);
+	struct hpc_snap *s;
+	struct hpc_task peer;
+	unsigned long flags;
+	bool valid;
+
+	if (sib < 0)
+		return HPC_CLASS_NONE;
+	s = per_cpu_ptr(&hpc_snaps, sib);
+	raw_spin_lock_irqsave(&s->lock, flags);
+	valid = s->pid != 0;
+	if (valid)
+		peer = s->t;
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+	if (!valid)
+		return HPC_CLASS_NONE;
+	return hpc_peer_class(&peer, now, since, params);
+}
+
+/* Fresh iteration state, e.g. when a task enters the class or forks. */
+static void hpc_entity_init(struct task_struct *p, u64 now)
+{
+	const struct hpc_conf *c = hpc_conf();
+	struct sched_hpc_entity *hse = &p->hpc;
+
+	hpc_task_init(hpc_it(p), now, &c->p);
+	hse->time_slice = hpc_timeslice_ns(c);
+	hse->throttled_ns = 0;
+	hse->throttled = 0;
+	hse->applied_prio = hpc_it(p)->prio;
+	hse->active = 1;
+}
+
+static void update_curr_hpc(struct rq *rq)
+{
+	struct task_struct *curr = rq->curr;
+	s64 delta_exec;
+
+	if (curr->sched_class != &hpc_sched_class)
+		return;
+
+	delta_exec = update_curr_common(rq);
+	if (unlikely(delta_exec <= 0))
+		return;
+
+	if (curr->hpc.time_slice > delta_exec)
+		curr->hpc.time_slice -= delta_exec;
+	else
+		curr->hpc.time_slice = 0;
+
+	hpc_backend->account(rq, delta_exec);
+}
+
+/* The task becomes runnable: close its iteration if it waited long enough. */
+static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
+{
+	const struct hpc_conf *c = hpc_conf();
+	struct hpc_task *it = hpc_it(p);
+	u64 now = rq_clock(rq);
+	int peer;
+
+	if (it->state != HPC_TASK_SLEEPING)
+		return;
+
+	peer = hpc_sibling_class(cpu_of(rq), now, it->seg_start, &c->p);
+	if (hpc_task_wakeup(it, now, &c->p, peer))
+		trace_sched_hpc_iteration(p, it->last_run, it->last_wait,
+					  it->last_util, it->heur_util,
+					  it->prev_prio, it->prio);
+}
+
+/*
+ * A task on the critical path never sleeps: once its sibling closed an
+ * iteration it computed through, the policy core closes one for it too.
+ */
+static void hpc_account_sibling(struct rq *rq, struct task_struct *p)
+{
+	const struct hpc_conf *c = hpc_conf();
+	struct hpc_task *it = hpc_it(p);
+	int sib = per_cpu(hpc_sibling, cpu_of(rq));
+	struct hpc_snap *s;
+	struct hpc_task peer;
+	unsigned long flags;
+	bool valid;
+
+	if (sib < 0)
+		return;
+	s = per_cpu_ptr(&hpc_snaps, sib);
+	raw_spin_lock_irqsave(&s->lock, flags);
+	valid = s->pid != 0;
+	if (valid)
+		peer = s->t;
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+	if (!valid)
+		return;
+	if (hpc_task_sibling_closed(it, rq_clock(rq), &c->p, &peer)) {
+		trace_sched_hpc_iteration(p, it->last_run, it->last_wait,
+					  it->last_util, it->heur_util,
+					  it->prev_prio, it->prio);
+		/* Its next compute phase starts now. */
+		p->hpc.applied_prio = hpc_task_clamp_prio(it, &c->p);
+		hpc_backend->apply(rq, p, p->hpc.applied_prio);
+	}
+}
+
+static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
+{
+	struct sched_hpc_entity *hse = &p->hpc;
+
+	if (WARN_ON_ONCE(hse->on_rq))
+		return;
+	if (unlikely(!hse->active))
+		hpc_entity_init(p, rq_clock(rq));
+
+	hpc_account_wakeup(rq, p);
+
+	if (flags & ENQUEUE_HEAD)
+		list_add(&hse->run_list, &rq->hpc.queue);
+	else
+		list_add_tail(&hse->run_list, &rq->hpc.queue);
+	hse->on_rq = 1;
+	rq->hpc.nr_queued++;
+	if (rq->hpc.throttled) {
+		hse->throttled = 1;
+		hse->throttle_start = rq_clock(rq);
+	} else {
+		add_nr_running(rq, 1);
+	}
+
+	hpc_snap_refresh(cpu_of(rq), p);
+	/* A woken task starts a compute phase with its new priority. */
+	hpc_backend->apply(rq, p, hpc_task_clamp_prio(hpc_it(p),
+						      &hpc_conf()->p));
+}
+
+static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
+{
+	struct sched_hpc_entity *hse = &p->hpc;
+
+	update_curr_hpc(rq);
+
+	if (!hse->on_rq)
+		return true;
+
+	if (flags & DEQUEUE_SLEEP) {
+		hpc_task_sleep(hpc_it(p), rq_clock(rq));
+		hpc_snap_refresh(cpu_of(rq), p);
+	}
+
+	list_del_init(&hse->run_list);
+	hse->on_rq = 0;
+	rq->hpc.nr_queued--;
+	if (hse->throttled) {
+		u64 now = rq_clock(rq);
+
+		if (now > hse->throttle_start)
+			hse->throttled_ns += now - hse->throttle_start;
+		hse->throttled = 0;
+	}
+	if (!rq->hpc.throttled)
+		sub_nr_running(rq, 1);
+
+	hpc_backend->reset(rq, p);
+
+	return true;
+}
+
+static void requeue_task_hpc(struct rq *rq, struct task_struct *p)
+{
+	if (p->hpc.on_rq)
+		list_move_tail(&p->hpc.run_list, &rq->hpc.queue);
+}
+
+static void yield_task_hpc(struct rq *rq)
+{
+	requeue_task_hpc(rq, rq->curr);
+}
+
+/* Tasks of this class never preempt each other on wakeup. */
+static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
+{
+}
+
+static struct task_struct *pick_task_hpc(struct rq *rq)
+{
+	struct sched_hpc_entity *hse;
+
+	if (!sched_hpc_runnable(rq))
+		return NULL;
+
+	hse = list_first_entry(&rq->hpc.queue, struct sched_hpc_entity,
+			       run_list);
+	return container_of(hse, struct task_struct, hpc);
+}
+
+static void put_prev_task_hpc(struct rq *rq, struct task_struct *p,
+			      struct task_struct *next)
+{
+	update_curr_hpc(rq);
+}
+
+static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
+{
+	const struct hpc_conf *c = hpc_conf();
+	struct sched_hpc_entity *hse = &p->hpc;
+
+	p->se.exec_start = rq_clock_task(rq);
+	if (!hse->time_slice)
+		hse->time_slice = hpc_timeslice_ns(c);
+
+	/* A new priority takes effect when the task (re)starts computing. */
+	hse->applied_prio = hpc_task_clamp_prio(hpc_it(p), &c->p);
+	hpc_snap_publish(cpu_of(rq), p);
+	hpc_backend->apply(rq, p, hse->applied_prio);
+}
+
+#ifdef CONFIG_SMP
+/*
+ * Task-count balancing: every CPU, then every emulated core, should run the
+ * same number of SCHED_HPC tasks. Counts are read locklessly; moves are
+ * made under both runqueue locks and re-checked there.
+ */
+static DEFINE_PER_CPU(struct irq_work, hpc_push_work);
+
+static unsigned int hpc_nr_on(int cpu)
+{
+	return READ_ONCE(cpu_rq(cpu)->hpc.nr_queued);
+}
+
+/* SCHED_HPC tasks on @cpu's emulated core. */
+static unsigned int hpc_nr_core(int cpu)
+{
+	int sib = per_cpu(hpc_sibling, cpu);
+
+	return hpc_nr_on(cpu) + (sib >= 0 ? hpc_nr_on(sib) : 0);
+}
+
+/* Can @p be moved from @rq to @dst_cpu now? (@rq locked) */
+static bool hpc_can_move(struct rq *rq, struct task_struct *p, int dst_cpu)
+{
+	return !task_on_cpu(rq, p) && !is_migration_disabled(p) &&
+	       cpumask_test_cpu(dst_cpu, p->cpus_ptr) && cpu_active(dst_cpu);
+}
+
+/* Move @p from @src to @dst; both locked. */
+static void hpc_move_task(struct rq *src, struct rq *dst, struct task_struct *p)
+{
+	deactivate_task(src, p, 0);
+	set_task_cpu(p, cpu_of(dst));
+	activate_task(dst, p, 0);
+	wakeup_preempt(dst, p, 0);
+}
+
+/*
+ * @this_rq has no SCHED_HPC task left: pull a queued one from the CPU with
+ * the most. Called with @this_rq locked (not pinned); may drop the lock.
+ */
+static void hpc_pull(struct rq *this_rq)
+{
+	int this_cpu = cpu_of(this_rq), cpu, src_cpu = -1;
+	unsigned int max = 1, n;
+	struct sched_hpc_entity *hse;
+	struct rq *src;
+
+	for_each_cpu(cpu, cpu_active_mask) {
+		n = hpc_nr_on(cpu);
+		if (cpu != this_cpu && n > max) {
+			max = n;
+			src_cpu = cpu;
+		}
+	}
+	if (src_cpu < 0)
+		return;
+
+	src = cpu_rq(src_cpu);
+	double_lock_balance(this_rq, src);
+	if (this_rq->hpc.nr_queued || src->hpc.nr_queued < 2)
+		goto unlock;
+	list_for_each_entry(hse, &src->hpc.queue, run_list) {
+		struct task_struct *p = container_of(hse, struct task_struct,
+						     hpc);
+
+		if (hpc_can_move(src, p, this_cpu)) {
+			hpc_move_task(src, this_rq, p);
+			break;
+		}
+	}
+unlock:
+	double_unlock_balance(this_rq, src);
+}
+
+/*
+ * @rq has at least two SCHED_HPC tasks more than another CPU: push a queued
+ * one there. Called with @rq locked; may drop the lock.
+ */
+static void hpc_push(struct rq *rq)
+{
+	struct sched_hpc_entity *hse;
+	struct task_struct *p = NULL;
+	int cpu, dst_cpu = -1;
+	struct rq *dst;
+
+	if (rq->hpc.nr_queued < 2)
+		return;
+	list_for_each_entry(hse, &rq->hpc.queue, run_list) {
+		struct task_struct *t = container_of(hse, struct task_struct,
+						     hpc);
+
+		if (task_on_cpu(rq, t) || is_migration_disabled(t))
+			continue;
+		for_each_cpu_and(cpu, t->cpus_ptr, cpu_active_mask) {
+			if (cpu != cpu_of(rq) &&
+			    hpc_nr_on(cpu) + 1 < rq->hpc.nr_queued) {
+				dst_cpu = cpu;
+				break;
+			}
+		}
+		if (dst_cpu >= 0) {
+			p = t;
+			break;
+		}
+	}
+	if (!p)
+		return;
+
+	dst = cpu_rq(dst_cpu);
+	get_task_struct(p);
+	double_lock_balance(rq, dst);
+	/* The lock of @rq may have been dropped: check again. */
+	if (task_rq(p) == rq && task_on_rq_queued(p) &&
+	    dst->hpc.nr_queued + 1 < rq->hpc.nr_queued &&
+	    hpc_can_move(rq, p, dst_cpu))
+		hpc_move_task(rq, dst, p);
+	double_unlock_balance(rq, dst);
+	put_task_struct(p);
+}
+
+/* Is there an active CPU with two SCHED_HPC tasks fewer than @rq? */
+static bool hpc_has_emptier_cpu(struct rq *rq)
+{
+	int cpu;
+
+	for_each_cpu(cpu, cpu_active_mask)
+		if (cpu != cpu_of(rq) && hpc_nr_on(cpu) + 1 < rq->hpc.nr_queued)
+			return true;
+	return false;
+}
+
+/* Push from an irq_work queued at the tick, as RT pushes from its IPI. */
+static void hpc_push_work_fn(struct irq_work *work)
+{
+	struct rq *rq = this_rq();
+
+	raw_spin_rq_lock(rq);
+	hpc_push(rq);
+	raw_spin_rq_unlock(rq);
+}
+
+static void hpc_queue_push(struct rq *rq)
+{
+	int cpu = cpu_of(rq);
+
+	if (rq->hpc.nr_queued < 2 || !rq->hpc.online ||
+	    !hpc_has_emptier_cpu(rq))
+		return;
+	irq_work_queue_on(per_cpu_ptr(&hpc_push_work, cpu), cpu);
+}
+
+static int balance_hpc(struct rq *rq, struct task_struct *prev,
+		       struct rq_flags *rf)
+{
+	if (!rq->hpc.nr_queued && rq->hpc.online) {
+		rq_unpin_lock(rq, rf);
+		hpc_pull(rq);
+		rq_repin_lock(rq, rf);
+	}
+	return sched_stop_runnable(rq) || sched_dl_runnable(rq) ||
+	       sched_rt_runnable(rq) || sched_hpc_runnable(rq);
+}
+
+/*
+ * Fork, exec and wakeup: the allowed CPU with the fewest SCHED_HPC tasks,
+ * then the emulated core with the fewest; @cpu (where the task was) on a tie.
+ */
+static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
+{
+	unsigned int bn = UINT_MAX, bc = UINT_MAX, n, c;
+	int i, best = -1;
+
+	if (cpumask_test_cpu(cpu, p->cpus_ptr) && cpu_active(cpu)) {
+		best = cpu;
+		bn = hpc_nr_on(cpu);
+		bc = hpc_nr_core(cpu);
+		/* exec: do not count the task itself */
+		if ((flags & WF_EXEC) && bn) {
+			bn--;
+			bc--;
+		}
+	}
+	for_each_cpu_and(i, p->cpus_ptr, cpu_active_mask) {
+		if (i == cpu)
+			continue;
+		n = hpc_nr_on(i);
+		c = hpc_nr_core(i);
+		if (n < bn || (n == bn && c < bc)) {
+			best = i;
+			bn = n;
+			bc = c;
+		}
+	}
+	return best >= 0 ? best : cpu;
+}
+
+static void migrate_task_rq_hpc(struct task_struct *p, int new_cpu)
+{
+	hpc_snap_clear(task_cpu(p), p);
+}
+
+static void rq_online_hpc(struct rq *rq)
+{
+	rq->hpc.online = 1;
+	hpc_backend->rq_online(rq);
+}
+
+static void rq_offline_hpc(struct rq *rq)
+{
+	rq->hpc.online = 0;
+	hpc_backend->rq_offline(rq);
+}
+#endif /* CONFIG_SMP */
+
+static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
+{
+	const struct hpc_conf *c = hpc_conf();
+	struct sched_hpc_entity *hse = &p->hpc;
+
+	update_curr_hpc(rq);
+	hpc_task_tick(hpc_it(p), rq_clock(rq));
+	hpc_account_sibling(rq, p);
+	hpc_snap_publish(cpu_of(rq), p);
+	/* Picked just as its CPU ran out of budget: leave at once. */
+	if (rq->hpc.throttled)
+		resched_curr(rq);
+
+#ifdef CONFIG_SMP
+	hpc_queue_push(rq);
+#endif
+	if (c->queue != HPC_QUEUE_RR || hse->time_slice)
+		return;
+
+	hse->time_slice = hpc_timeslice_ns(c);
+	if (!list_is_singular(&rq->hpc.queue)) {
+		requeue_task_hpc(rq, p);
+		resched_curr(rq);
+	}
+}
+
+static void task_fork_hpc(struct task_struct *p)
+{
+	hpc_entity_init(p, local_clock());
+}
+
+static void task_dead_hpc(struct task_struct *p)
+{
+	hpc_snap_clear(task_cpu(p), p);
+}
+
+static void switching_to_hpc(struct rq *rq, struct task_struct *p)
+{
+	/* Back from a priority boost: keep the iteration state. */
+	if (!p->hpc.active)
+		hpc_entity_init(p, rq_clock(rq));
+}
+
+static void switched_from_hpc(struct rq *rq, struct task_struct *p)
+{
+	hpc_snap_clear(cpu_of(rq), p);
+	if (!task_has_hpc_policy(p))
+		p->hpc.active = 0;
+}
+
+static void switched_to_hpc(struct rq *rq, struct task_struct *p)
+{
+	if (task_current(rq, p) || !task_on_rq_queued(p))
+		return;
+	if (sched_class_above(&hpc_sched_class, rq->curr->sched_class))
+		resched_curr(rq);
+}
+
+static void prio_changed_hpc(struct rq *rq, struct task_struct *p,
+			     int oldprio)
+{
+}
+
+static unsigned int get_rr_interval_hpc(struct rq *rq,
+					struct task_struct *task)
+{
+	const struct hpc_conf *c = hpc_conf();
+
+	if (c->queue != HPC_QUEUE_RR)
+		return 0;
+	return usecs_to_jiffies(c->timeslice_us);
+}
+
+DEFINE_SCHED_CLASS(hpc) = {
+	.enqueue_task		= enqueue_task_hpc,
+	.dequeue_task		= dequeue_task_hpc,
+	.yield_task		= yield_task_hpc,
+
+	.wakeup_preempt		= wakeup_preempt_hpc,
+
+	.pick_task		= pick_task_hpc,
+	.put_prev_task		= put_prev_task_hpc,
+	.set_next_task		= set_next_task_hpc,
+
+#ifdef CONFIG_SMP
+	.balance		= balance_hpc,
+	.select_task_rq		= select_task_rq_hpc,
+	.migrate_task_rq	= migrate_task_rq_hpc,
+	.set_cpus_allowed	= set_cpus_allowed_common,
+	.rq_online		= rq_online_hpc,
+	.rq_offline		= rq_offline_hpc,
+#endif
+
+	.task_tick		= task_tick_hpc,
+	.task_fork		= task_fork_hpc,
+	.task_dead		= task_dead_hpc,
+
+	.switching_to		= switching_to_hpc,
+	.switched_from		= switched_from_hpc,
+	.switched_to		= switched_to_hpc,
+	.prio_changed		= prio_changed_hpc,
+
+	.get_rr_interval	= get_rr_interval_hpc,
+
+	.update_curr		= update_curr_hpc,
+};
+
+void __init init_hpc_rq(struct rq *rq, int cpu)
+{
+	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
+
+	INIT_LIST_HEAD(&rq->hpc.queue);
+	rq->hpc.nr_queued = 0;
+	rq->hpc.throttled = 0;
+	hpc_backend->init_rq(rq, cpu);
+#ifdef CONFIG_SMP
+	init_irq_work(per_cpu_ptr(&hpc_push_work, cpu), hpc_push_work_fn);
+#endif
+	raw_spin_lock_init(&s->lock);
+	s->pid = 0;
+
+	hpc_params_default(&hpc_conf_boot.p);
+}
+
+/*
+ * Pair the CPUs into SMT cores: the real siblings if the topology has them,
+ * else CPUs 2k and 2k + 1.
+ */
+void __init init_sched_hpc_class(void)
+{
+	int cpu, sib;
+
+	for_each_possible_cpu(cpu) {
+		const struct cpumask *smt = topology_sibling_cpumask(cpu);
+
+		sib = -1;
+		if (cpumask_weight(smt) > 1) {
+			sib = cpumask_first(smt);
+			if (sib == cpu)
+				sib = cpumask_next(cpu, smt);
+			if (sib >= nr_cpu_ids)
+				sib = -1;
+		} else if (cpumask_weight(smt) <= 1 &&
+			   (cpu ^ 1) < nr_cpu_ids && cpu_possible(cpu ^ 1)) {
+			const struct cpumask *other =
+				topology_sibling_cpumask(cpu ^ 1);
+
+			if (cpumask_weight(other) <= 1)
+				sib = cpu ^ 1;
+		}
+		per_cpu(hpc_sibling, cpu) = sib;
+	}
+}
+
+/* /proc/<pid>/sched_hpc */
+int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
+		       struct pid *pid, struct task_struct *p)
+{
+	struct hpc_task t = {};
+	struct rq_flags rf;
+	u64 throttled = 0;
+	struct rq *rq;
+	bool hpc;
+
+	rq = task_rq_lock(p, &rf);
+	hpc = task_has_hpc_policy(p) && p->hpc.active;
+	if (hpc) {
+		t = *hpc_it(p);
+		throttled = p->hpc.throttled_ns;
+		if (p->hpc.throttled) {
+			update_rq_clock(rq);
+			throttled += rq_clock(rq) - p->hpc.throttle_start;
+		}
+	}
+	task_rq_unlock(rq, p, &rf);
+
+	if (!hpc) {
+		seq_puts(m, "policy: other\n");
+		return 0;
+	}
+	seq_puts(m, "policy: hpc\n");
+	seq_printf(m, "iterations: %llu\n", t.nr_iter);
+	seq_printf(m, "last_run_ns: %llu\n", t.last_run);
+	seq_printf(m, "last_wait_ns: %llu\n", t.last_wait);
+	seq_printf(m, "last_util: %u\n", t.last_util);
+	seq_printf(m, "global_util: %u\n", t.global_util);
+	seq_printf(m, "heur_util: %u\n", t.heur_util);
+	seq_printf(m, "prio: %u\n", t.prio);
+	seq_printf(m, "throttled_ns: %llu\n", throttled);
+	return 0;
+}
+
+/* sysfs: /sys/kernel/sched_hpc/ */
+
+/* Apply @fn to a copy of the tunables; publish the copy if it is valid. */
+static int hpc_conf_update(int (*fn)(struct hpc_conf *c, void *arg), void *arg)
+{
+	struct hpc_conf *old, *new;
+	int ret;
+
+	mutex_lock(&hpc_conf_mutex);
+	old = rcu_dereference_protected(hpc_conf_ptr,
+					lockdep_is_held(&hpc_conf_mutex));
+	new = kmemdup(old, sizeof(*new), GFP_KERNEL);
+	if (!new) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	ret = fn(new, arg);
+	if (!ret && hpc_params_check(&new->p, &hpc_backend->range))
+		ret = -EINVAL;
+	if (ret) {
+		kfree(new);
+		goto unlock;
+	}
+	rcu_assign_pointer(hpc_conf_ptr, new);
+	if (old != &hpc_conf_boot)
+		kfree_rcu(old, rcu);
+unlock:
+	mutex_unlock(&hpc_conf_mutex);
+	return ret;
+}
+
+/* A copy of the current tunables, for the show methods. */
+static void hpc_conf_read(struct hpc_conf *c)
+{
+	rcu_read_lock();
+	*c = *rcu_dereference(hpc_conf_ptr);
+	rcu_read_unlock();
+}
+
+/* One word of @buf (trailing newline allowed) into @word. */
+static int hpc_parse_word(const char *buf, char *word, size_t size)
+{
+	if (strscpy(word, buf, size) < 0)
+		return -EINVAL;
+	strim(word);
+	return 0;
+}
+
+struct hpc_param_arg {
+	int id;
+	u32 val;
+};
+
+static int hpc_set_param(struct hpc_conf *c, void *arg)
+{
+	struct hpc_param_arg *a = arg;
+
+	hpc_param_put(&c->p, a->id, a->val);
+	return 0;
+}
+
+static ssize_t param_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	int id = hpc_param_lookup(attr->attr.name);
+	struct hpc_conf c;
+	u32 val;
+
+	hpc_conf_read(&c);
+	val = hpc_param_get(&c.p, id);
+	if (id == HPC_P_HEURISTIC)
+		return sysfs_emit(buf, "%s\n", val < HPC_HEUR_NR ?
+				  hpc_heuristic_names[val] : "?");
+	return sysfs_emit(buf, "%u\n", val);
+}
+
+static ssize_t param_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	struct hpc_param_arg a = { .id = hpc_param_lookup(attr->attr.name) };
+	int ret;
+
+	if (a.id < 0)
+		return -EINVAL;
+	if (a.id == HPC_P_HEURISTIC) {
+		char word[16];
+		int h;
+
+		if (hpc_parse_word(buf, word, sizeof(word)))
+			return -EINVAL;
+		h = hpc_heuristic_lookup(word);
+		if (h < 0)
+			return -EINVAL;
+		a.val = h;
+	} else if (kstrtou32(buf, 10, &a.val)) {
+		return -EINVAL;
+	}
+	ret = hpc_conf_update(hpc_set_param, &a);
+	return ret ? ret : count;
+}
+
+static const char * const hpc_queue_names[] = {
+	[HPC_QUEUE_RR]		= "rr",
+	[HPC_QUEUE_FIFO]	= "fifo",
+};
+
+static ssize_t queue_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	struct hpc_conf c;
+
+	hpc_conf_read(&c);
+	return sysfs_emit(buf, "%s\n", hpc_queue_names[c.queue]);
+}
+
+static int hpc_set_queue(struct hpc_conf *c, void *arg)
+{
+	c->queue = *(u32 *)arg;
+	return 0;
+}
+
+static ssize_t queue_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	char word[8];
+	u32 q;
+	int ret;
+
+	if (hpc_parse_word(buf, word, sizeof(word)))
+		return -EINVAL;
+	if (!strcmp(word, hpc_queue_names[HPC_QUEUE_RR]))
+		q = HPC_QUEUE_RR;
+	else if (!strcmp(word, hpc_queue_names[HPC_QUEUE_FIFO]))
+		q = HPC_QUEUE_FIFO;
+	else
+		return -EINVAL;
+	ret = hpc_conf_update(hpc_set_queue, &q);
+	return ret ? ret : count;
+}
+
+static ssize_t timeslice_us_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	struct hpc_conf c;
+
+	hpc_conf_read(&c);
+	return sysfs_emit(buf, "%u\n", c.timeslice_us);
+}
+
+static int hpc_set_timeslice(struct hpc_conf *c, void *arg)
+{
+	c->timeslice_us = *(u32 *)arg;
+	return 0;
+}
+
+static ssize_t timeslice_us_store(struct kobject *kobj,
+				  struct kobj_attribute *attr,
+				  const char *buf, size_t count)
+{
+	u32 val;
+	int ret;
+
+	if (kstrtou32(buf, 10, &val) || val < HPC_MIN_TIMESLICE_US ||
+	    val > HPC_MAX_TIMESLICE_US)
+		return -EINVAL;
+	ret = hpc_conf_update(hpc_set_timeslice, &val);
+	return ret ? ret : count;
+}
+
+static ssize_t emul_period_us_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	struct hpc_conf c;
+
+	hpc_conf_read(&c);
+	return sysfs_emit(buf, "%u\n", c.emul_period_us);
+}
+
+static int hpc_set_emul_period(struct hpc_conf *c, void *arg)
+{
+	c->emul_period_us = *(u32 *)arg;
+	return 0;
+}
+
+static ssize_t emul_period_us_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t count)
+{
+	u32 val;
+	int ret;
+
+	if (kstrtou32(buf, 10, &val) || val < HPC_MIN_EMUL_PERIOD_US ||
+	    val > HPC_MAX_EMUL_PERIOD_US)
+		return -EINVAL;
+	ret = hpc_conf_update(hpc_set_emul_period, &val);
+	return ret ? ret : count;
+}
+
+static ssize_t backend_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", hpc_backend->name);
+}
+
+static ssize_t prio_range_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u %u\n", hpc_backend->range.min,
+			  hpc_backend->range.max);
+}
+
+static ssize_t smt_pairs_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	int cpu, sib, len = 0;
+
+	for_each_possible_cpu(cpu) {
+		sib = per_cpu(hpc_sibling, cpu);
+		if (sib > cpu)
+			len += sysfs_emit_at(buf, len, "%d %d\n", cpu, sib);
+	}
+	return len;
+}
+
+#define HPC_PARAM_ATTR(_name) \
+	static struct kobj_attribute hpc_attr_##_name = \
+		__ATTR(_name, 0644, param_show, param_store)
+
+HPC_PARAM_ATTR(low_util);
+HPC_PARAM_ATTR(high_util);
+HPC_PARAM_ATTR(min_prio);
+HPC_PARAM_ATTR(max_prio);
+HPC_PARAM_ATTR(global_weight);
+HPC_PARAM_ATTR(last_weight);
+HPC_PARAM_ATTR(heuristic);
+HPC_PARAM_ATTR(min_wait_us);
+
+static struct kobj_attribute hpc_attr_queue = __ATTR_RW(queue);
+static struct kobj_attribute hpc_attr_timeslice_us = __ATTR_RW(timeslice_us);
+static struct kobj_attribute hpc_attr_emul_period_us =
+	__ATTR_RW(emul_period_us);
+static struct kobj_attribute hpc_attr_backend = __ATTR_RO(backend);
+static struct kobj_attribute hpc_attr_prio_range = __ATTR_RO(prio_range);
+static struct kobj_attribute hpc_attr_smt_pairs = __ATTR_RO(smt_pairs);
+
+static struct attribute *hpc_attrs[] = {
+	&hpc_attr_low_util.attr,
+	&hpc_attr_high_util.attr,
+	&hpc_attr_min_prio.attr,
+	&hpc_attr_max_prio.attr,
+	&hpc_attr_global_weight.attr,
+	&hpc_attr_last_weight.attr,
+	&hpc_attr_heuristic.attr,
+	&hpc_attr_min_wait_us.attr,
+	&hpc_attr_queue.attr,
+	&hpc_attr_timeslice_us.attr,
+	&hpc_attr_emul_period_us.attr,
+	&hpc_attr_backend.attr,
+	&hpc_attr_prio_range.attr,
+	&hpc_attr_smt_pairs.attr,
+	NULL,
+};
+
+static const struct attribute_group hpc_attr_group = {
+	.name	= "sched_hpc",
+	.attrs	= hpc_attrs,
+};
+
+static int __init hpc_sysfs_init(void)
+{
+	return sysfs_create_group(kernel_kobj, &hpc_attr_group);
+}
+late_initcall(hpc_sysfs_init);
