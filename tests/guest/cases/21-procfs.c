@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * 21-procfs: /proc/<pid>/sched_hpc format and the iteration accounting it
+ * reports, and the knobs that act on it.
+ *
+ * A task pinned to CPU 0 (its emulated sibling CPU 1 runs no HPC task, so it
+ * is never throttled and its peer is "none") alternates compute (by its own
+ * CPU time) and sleep phases. Checked against the ABI and the policy rule:
+ * iteration count, t_R / t_W / U, uniform heur_util == global_util, adaptive
+ * with L = 100 (heur == last) and G = 100 (heur == previous global),
+ * min_wait_us (short waits do not close an iteration), min_prio clamping
+ * and stepping down of a low task.
+ */
+#include "hpctest.h"
+
+#define RUN_MS		20
+#define SLEEP_MS	20
+
+static struct hpc_stat st;
+
+static int rd(void)
+{
+	int r = hpc_stat_read(0, &st);
+
+	if (r)
+		tap_fail("read /proc/self/sched_hpc", "%s", st.err);
+	return r == 0;
+}
+
+static void show(const char *what)
+{
+	tap_diag("%s: iter %lld run %lld wait %lld last %lld global %lld heur %lld prio %lld thr %lld",
+		 what, st.v[HS_ITERATIONS], st.v[HS_LAST_RUN_NS], st.v[HS_LAST_WAIT_NS],
+		 st.v[HS_LAST_UTIL], st.v[HS_GLOBAL_UTIL], st.v[HS_HEUR_UTIL],
+		 st.v[HS_PRIO], st.v[HS_THROTTLED_NS]);
+}
+
+static void test_format_other(void)
+{
+	char buf[256];
+	int r;
+
+	r = read_file("/proc/self/sched_hpc", buf, sizeof(buf));
+	tap_check(r > 0 && !strcmp(buf, "policy: other\n"), buf,
+		  "SCHED_OTHER task: /proc/self/sched_hpc is exactly \"policy: other\\n\"");
+	r = read_file("/proc/1/sched_hpc", buf, sizeof(buf));
+	tap_check(r > 0, strerror(r < 0 ? -r : 0), "/proc/1/sched_hpc is readable");
+}
+
+static void test_accounting(void)
+{
+	long long it0, calc;
+	int i, r;
+
+	r = set_hpc(0);
+	if (!tap_check(r == 0, strerror(-r), "become SCHED_HPC"))
+		return;
+	if (!rd())
+		return;
+	tap_pass("HPC task: /proc/self/sched_hpc has exactly the ABI fields, integers");
+	it0 = st.v[HS_ITERATIONS];
+	tap_ok(it0 == 0, "fresh: iterations 0 (got %lld)", it0);
+
+	for (i = 0; i < 5; i++)
+		iterate(RUN_MS, SLEEP_MS);
+	if (!rd())
+		return;
+	show("after 5 x (20 ms run, 20 ms sleep)");
+	tap_ok(st.v[HS_ITERATIONS] >= 5 && st.v[HS_ITERATIONS] <= 6,
+	       "5 compute/sleep cycles close 5 iterations (got %lld)", st.v[HS_ITERATIONS]);
+	tap_ok(st.v[HS_LAST_RUN_NS] >= 15000000 && st.v[HS_LAST_RUN_NS] <= 80000000,
+	       "last_run_ns ~ 20 ms (got %lld)", st.v[HS_LAST_RUN_NS]);
+	tap_ok(st.v[HS_LAST_WAIT_NS] >= 18000000 && st.v[HS_LAST_WAIT_NS] <= 300000000,
+	       "last_wait_ns ~ 20 ms (got %lld)", st.v[HS_LAST_WAIT_NS]);
+	calc = st.v[HS_LAST_RUN_NS] * 10000 /
+	       (st.v[HS_LAST_RUN_NS] + st.v[HS_LAST_WAIT_NS] ? : 1);
+	tap_ok(llabs(st.v[HS_LAST_UTIL] - calc) <= 2,
+	       "last_util == run/(run+wait) in 0.01 %% (got %lld, computed %lld)",
+	       st.v[HS_LAST_UTIL], calc);
+	tap_ok(st.v[HS_LAST_UTIL] >= 2000 && st.v[HS_LAST_UTIL] <= 8000,
+	       "last_util ~ 50 %% (got %lld)", st.v[HS_LAST_UTIL]);
+	tap_ok(st.v[HS_GLOBAL_UTIL] >= 2000 && st.v[HS_GLOBAL_UTIL] <= 8000,
+	       "global_util ~ 50 %% (got %lld)", st.v[HS_GLOBAL_UTIL]);
+	tap_ok(st.v[HS_HEUR_UTIL] == st.v[HS_GLOBAL_UTIL],
+	       "uniform: heur_util == global_util (%lld vs %lld)",
+	       st.v[HS_HEUR_UTIL], st.v[HS_GLOBAL_UTIL]);
+	tap_ok(st.v[HS_PRIO] == 4, "low task stays at min_prio 4 (got %lld)", st.v[HS_PRIO]);
+	tap_ok(st.v[HS_THROTTLED_NS] == 0,
+	       "no HPC task on the emulated sibling: throttled_ns 0 (got %lld)",
+	       st.v[HS_THROTTLED_NS]);
+}
+
+static void test_adaptive(void)
+{
+	long long prev_global;
+	int r;
+
+	r = knob_write("heuristic", "adaptive\n");
+	r = r ? r : knob_set("last_weight", 100);
+	if (!tap_check(r == 0, strerror(-r), "heuristic adaptive, last_weight 100"))
+		return;
+	iterate(RUN_MS, SLEEP_MS);
+	if (!rd())
+		return;
+	show("adaptive L=100");
+	tap_ok(st.v[HS_HEUR_UTIL] == st.v[HS_LAST_UTIL],
+	       "adaptive, L = 100 %%: heur_util == last_util (%lld vs %lld)",
+	       st.v[HS_HEUR_UTIL], st.v[HS_LAST_UTIL]);
+
+	/* G = 100: heur is the global utilisation before the iteration. */
+	prev_global = st.v[HS_GLOBAL_UTIL];
+	r = knob_set("global_weight", 100);
+	if (!tap_check(r == 0, strerror(-r), "global_weight 100"))
+		return;
+	iterate(2, 40);		/* a low iteration: global moves, last differs */
+	if (!rd())
+		return;
+	show("adaptive G=100");
+	tap_ok(st.v[HS_HEUR_UTIL] == prev_global,
+	       "adaptive, G = 100 %%: heur_util == global_util before the iteration (%lld vs %lld)",
+	       st.v[HS_HEUR_UTIL], prev_global);
+	tap_ok(st.v[HS_LAST_UTIL] < 3000 && st.v[HS_GLOBAL_UTIL] != prev_global,
+	       "the low iteration moved last (%lld) and global (%lld -> %lld)",
+	       st.v[HS_LAST_UTIL], prev_global, st.v[HS_GLOBAL_UTIL]);
+	knob_set("global_weight", 10);
+	knob_write("heuristic", "uniform\n");
+}
+
+static void test_min_wait(void)
+{
+	long long it;
+	int i, r;
+
+	if (!rd())
+		return;
+	it = st.v[HS_ITERATIONS];
+	r = knob_set("min_wait_us", 1000000);
+	if (!tap_check(r == 0, strerror(-r), "min_wait_us 1000000"))
+		return;
+	for (i = 0; i < 3; i++)
+		iterate(5, 20);
+	if (!rd())
+		return;
+	tap_ok(st.v[HS_ITERATIONS] == it,
+	       "waits shorter than min_wait_us close no iteration (%lld -> %lld)",
+	       it, st.v[HS_ITERATIONS]);
+	r = knob_set("min_wait_us", 100);
+	tap_check(r == 0, strerror(-r), "min_wait_us back to 100");
+	iterate(5, 20);
+	if (!rd())
+		return;
+	tap_ok(st.v[HS_ITERATIONS] == it + 1,
+	       "with min_wait_us 100 a 20 ms wait closes one iteration (%lld -> %lld)",
+	       it, st.v[HS_ITERATIONS]);
+	/* The 3 short-wait cycles were folded into compute: t_R > 3 x 20 ms. */
+	tap_ok(st.v[HS_LAST_RUN_NS] >= 60000000,
+	       "short waits counted as compute: last_run_ns >= 60 ms (got %lld)",
+	       st.v[HS_LAST_RUN_NS]);
+}
+
+static void test_prio_clamp(void)
+{
+	int r;
+
+	r = knob_set("min_prio", 5);
+	if (!tap_check(r == 0, strerror(-r), "min_prio 5"))
+		return;
+	iterate(2, 30);
+	if (!rd())
+		return;
+	tap_ok(st.v[HS_PRIO] == 5, "min_prio 5: a low task's prio is clamped up to 5 (got %lld)",
+	       st.v[HS_PRIO]);
+	r = knob_set("min_prio", 4);
+	tap_check(r == 0, strerror(-r), "min_prio back to 4");
+	iterate(2, 30);
+	if (!rd())
+		return;
+	tap_ok(st.v[HS_PRIO] == 4, "low task steps down from 5 to min_prio 4 (got %lld)",
+	       st.v[HS_PRIO]);
+	show("after clamp");
+}
+
+int main(void)
+{
+	int r;
+
+	tap_init("21-procfs");
+	watchdog(60);
+	if (!require_hpc())
+		return tap_done();
+	knobs_restore();
+	r = pin_cpu(0, 0);
+	tap_check(r == 0, strerror(-r), "pin to CPU 0");
+	test_format_other();
+	test_accounting();
+	test_adaptive();
+	test_min_wait();
+	test_prio_clamp();
+	set_other(0);
+	r = hpc_stat_read(0, &st);
+	tap_check(r == 0 && st.hpc == 0, st.err, "back to SCHED_OTHER: policy: other");
+	tap_ok(knobs_restore() == 0, "knobs restored to defaults");
+	return tap_done();
+}

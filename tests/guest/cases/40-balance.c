@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * 40-balance: HPC load balancing and affinity.
+ *
+ * 2 x nCPU HPC spinners without affinity: after a settle time every CPU
+ * runs exactly 2 of them (/proc/<pid>/stat field 39, several samples) and
+ * every spinner progresses. Then one spinner is pinned to CPU 1: it goes
+ * there and stays there in every sample, and the balancer evens the
+ * counts out again around it.
+ */
+/* guest-timeout: 90 */
+#include "hpctest.h"
+
+#define MAXT 16
+
+static struct spin *S;
+static int ncpu, nt;
+
+/* Tasks per CPU; returns 1 if every CPU has exactly 2. */
+static int sample(char *desc, size_t len)
+{
+	int per[MAXT] = { 0 }, i, c, ok = 1;
+
+	for (i = 0; i < nt; i++) {
+		c = task_cpu_of(S[i].pid);
+		if (c < 0 || c >= ncpu)
+			return 0;
+		per[c]++;
+	}
+	desc[0] = 0;
+	for (c = 0; c < ncpu; c++) {
+		snprintf(desc + strlen(desc), len - strlen(desc), "%s%d", c ? " " : "", per[c]);
+		ok &= per[c] == 2;
+	}
+	return ok;
+}
+
+/* Wait (up to @ms) for a balanced sample, then require @n balanced samples. */
+static void settle_and_check(const char *what, unsigned int ms, int n)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000ULL;
+	char desc[128] = "";
+	int bal = 0, i, good = 0;
+
+	while (now_ns() < end) {
+		bal = sample(desc, sizeof(desc));
+		if (bal)
+			break;
+		sleep_ms(250);
+	}
+	tap_check(bal, desc, "%s: every CPU gets exactly 2 HPC tasks within %u ms (per CPU: %s)",
+		  what, ms, desc);
+	for (i = 0; i < n; i++) {
+		sleep_ms(200);
+		good += sample(desc, sizeof(desc));
+	}
+	tap_check(good == n, desc, "%s: stays balanced in %d/%d samples 200 ms apart (last: %s)",
+		  what, good, n, desc);
+}
+
+int main(void)
+{
+	uint64_t c0[2 * MAXT];
+	int i, c, stayed = 1, last = -1;
+	pid_t pid;
+
+	tap_init("40-balance");
+	watchdog(80);
+	if (!require_hpc())
+		return tap_done();
+	knobs_restore();
+	ncpu = online_cpus();
+	if (ncpu < 2 || ncpu > MAXT / 2) {
+		tap_skip("balance", "needs 2..8 CPUs (have %d)", ncpu);
+		return tap_done();
+	}
+	nt = 2 * ncpu;
+	S = shared_alloc((size_t)nt * sizeof(*S));
+	for (i = 0; i < nt; i++) {
+		pid = spin_start(&S[i], -1, SCHED_HPC, 0, 40);
+		if (!tap_check(pid > 0, "spawn", "start HPC spinner %d", i)) {
+			kill_children();
+			return tap_done();
+		}
+	}
+	tap_pass("%d HPC spinners started without affinity on %d CPUs", nt, ncpu);
+	settle_and_check("unpinned", 5000, 5);
+
+	for (i = 0; i < nt; i++)
+		c0[i] = S[i].count;
+	sleep_ms(2000);
+	for (i = 0, c = 0; i < nt; i++)
+		c += S[i].count > c0[i];
+	tap_ok(c == nt, "every spinner progresses over 2 s (%d/%d)", c, nt);
+
+	/* Pin spinner 0 to CPU 1 while everything runs. */
+	c = pin_cpu(S[0].pid, 1);
+	tap_check(c == 0, strerror(-c), "pin spinner 0 to CPU 1");
+	sleep_ms(300);
+	for (i = 0; i < 15; i++) {
+		c = task_cpu_of(S[0].pid);
+		if (c != 1)
+			stayed = 0;
+		last = c;
+		sleep_ms(200);
+	}
+	tap_ok(stayed, "pinned spinner is on CPU 1 in all 15 samples (last on %d)", last);
+	settle_and_check("one pinned to CPU 1", 5000, 5);
+	tap_ok(task_cpu_of(S[0].pid) == 1, "pinned spinner still on CPU 1 after rebalancing");
+
+	for (i = 0; i < nt; i++)
+		spin_stop(&S[i]);
+	kill_children();
+	return tap_done();
+}

@@ -1,0 +1,167 @@
+/*
+ * PENDING: the modelled-speed checks (two HPC spinners on an emulated pair
+ * run at 600 permille, +-150) measured 795 permille on the final kernel under
+ * a loaded TCG host: the emulation charges budgets at ticks and switches,
+ * and late guest ticks let a CPU overrun its budget. Needs an hrtimer at
+ * budget expiry in hpc_emul.c. The unthrottled cases passed.
+ */
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * 45-smt-emul: the x86 SMT emulation backend's throttling.
+ *
+ * CPUs (0, 1) form an emulated core. An HPC spinner on CPU 0 runs at full
+ * speed (CPU share >= 90 %, throttled_ns unchanged) when CPU 1 is idle or
+ * runs a fair task; with an HPC spinner on each context, both at priority 4,
+ * each runs at the modelled speed hpc_smt_speed(4, 4, busy) (600 permille,
+ * accepted 450..750) and throttled_ns grows by the rest; the same with a
+ * longer emul_period_us. With 4 CPUs, HPC spinners on CPUs 1 and 2 (two
+ * different cores) are not throttled.
+ * Expected speeds come from the policy core (kernel/kernel/sched/hpc_smt.c).
+ */
+/* guest-timeout: 90 */
+/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+#include "hpctest.h"
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+#include "hpc_smt.c"
+
+static struct spin *S;
+
+struct meas {
+	double share[2];
+	long long thr[2];	/* throttled_ns delta */
+	uint64_t wall;
+};
+
+static long long thr_of(pid_t pid)
+{
+	struct hpc_stat st;
+
+	if (!pid || hpc_stat_read(pid, &st) || !st.hpc)
+		return 0;
+	return st.v[HS_THROTTLED_NS];
+}
+
+static void measure(pid_t a, pid_t b, unsigned int ms, struct meas *m)
+{
+	long long ca = cpu_ns_of(a), cb = b ? cpu_ns_of(b) : 0;
+	long long ta = thr_of(a), tb = thr_of(b);
+	uint64_t t0 = now_ns();
+
+	sleep_ms(ms);
+	m->wall = now_ns() - t0;
+	m->share[0] = (double)(cpu_ns_of(a) - ca) / (double)m->wall;
+	m->share[1] = b ? (double)(cpu_ns_of(b) - cb) / (double)m->wall : 0;
+	m->thr[0] = thr_of(a) - ta;
+	m->thr[1] = thr_of(b) - tb;
+}
+
+static void alone(const char *what, int other_policy)
+{
+	struct meas m;
+	pid_t a, b = 0;
+
+	a = spin_start(&S[0], 0, SCHED_HPC, 0, 30);
+	if (other_policy >= 0)
+		b = spin_start(&S[1], 1, other_policy, 0, 30);
+	if (!tap_ok(a > 0 && (other_policy < 0 || b > 0), "%s: spinners started", what))
+		goto out;
+	sleep_ms(300);
+	measure(a, 0, 2000, &m);
+	tap_diag("%s: HPC on CPU 0: %.1f %% CPU, throttled %lld ns", what, 100 * m.share[0], m.thr[0]);
+	tap_ok(m.share[0] > 0.9, "%s: HPC spinner on CPU 0 runs unthrottled (%.1f %% > 90 %%)",
+	       what, 100 * m.share[0]);
+	tap_ok(m.thr[0] == 0, "%s: throttled_ns does not grow (+%lld)", what, m.thr[0]);
+out:
+	spin_stop(&S[0]);
+	spin_stop(&S[1]);
+}
+
+static void both(const char *what)
+{
+	double want = hpc_smt_speed(4, 4, true) / 1000.0;
+	struct meas m;
+	pid_t a, b;
+	int i;
+
+	a = spin_start(&S[0], 0, SCHED_HPC, 0, 30);
+	b = spin_start(&S[1], 1, SCHED_HPC, 0, 30);
+	if (!tap_ok(a > 0 && b > 0, "%s: HPC spinners on CPUs 0 and 1", what))
+		goto out;
+	sleep_ms(500);
+	measure(a, b, 3000, &m);
+	tap_diag("%s: CPU 0 %.1f %%, CPU 1 %.1f %% (model %.1f %%), throttled +%lld / +%lld ns in %.2f s",
+		 what, 100 * m.share[0], 100 * m.share[1], 100 * want, m.thr[0], m.thr[1],
+		 m.wall / 1e9);
+	for (i = 0; i < 2; i++) {
+		tap_ok(m.share[i] > want - 0.15 && m.share[i] < want + 0.15,
+		       "%s: context %d runs at the modelled speed %.0f permille (got %.0f)",
+		       what, i, 1000 * want, 1000 * m.share[i]);
+		tap_ok(m.thr[i] > (long long)(m.wall * (1 - want) / 2) &&
+		       m.thr[i] < (long long)(m.wall * (1 - want) * 1.6),
+		       "%s: context %d throttled_ns grows by ~%.0f %% of the time (got %.1f %%)",
+		       what, i, 100 * (1 - want), 100.0 * m.thr[i] / m.wall);
+	}
+out:
+	spin_stop(&S[0]);
+	spin_stop(&S[1]);
+}
+
+static void other_cores(void)
+{
+	struct meas m;
+	pid_t a, b;
+
+	a = spin_start(&S[0], 1, SCHED_HPC, 0, 30);
+	b = spin_start(&S[1], 2, SCHED_HPC, 0, 30);
+	if (!tap_ok(a > 0 && b > 0, "HPC spinners on CPUs 1 and 2 (different cores)"))
+		goto out;
+	sleep_ms(300);
+	measure(a, b, 2000, &m);
+	tap_diag("CPUs 1+2: %.1f %% / %.1f %%, throttled +%lld / +%lld", 100 * m.share[0],
+		 100 * m.share[1], m.thr[0], m.thr[1]);
+	tap_ok(m.share[0] > 0.9 && m.share[1] > 0.9 && m.thr[0] == 0 && m.thr[1] == 0,
+	       "HPC spinners on CPUs 1 and 2 are not paired: both unthrottled");
+out:
+	spin_stop(&S[0]);
+	spin_stop(&S[1]);
+}
+
+int main(void)
+{
+	char pairs[256];
+	int r;
+
+	tap_init("45-smt-emul");
+	watchdog(85);
+	if (!require_hpc())
+		return tap_done();
+	knobs_restore();
+	if (online_cpus() < 2) {
+		tap_skip("smt emulation", "needs 2 CPUs");
+		return tap_done();
+	}
+	knob_read("smt_pairs", pairs, sizeof(pairs));
+	if (strncmp(pairs, "0 1", 3) || (pairs[3] && pairs[3] != '\n')) {
+		tap_fail("CPUs 0 and 1 form the first emulated core", "smt_pairs: %s", pairs);
+		return tap_done();
+	}
+	/* Keep the test itself off CPUs 0 and 1 where possible. */
+	if (online_cpus() >= 4)
+		pin_cpu(0, 3);
+	S = shared_alloc(2 * sizeof(*S));
+	alone("sibling idle", -1);
+	alone("sibling runs a fair spinner", SCHED_OTHER);
+	both("both HPC, prio 4/4, period 10 ms");
+	r = knob_set("emul_period_us", 50000);
+	if (tap_check(r == 0, strerror(-r), "emul_period_us 50000"))
+		both("both HPC, prio 4/4, period 50 ms");
+	knob_set("emul_period_us", 10000);
+	if (online_cpus() >= 4)
+		other_cores();
+	tap_ok(knobs_restore() == 0, "knobs restored");
+	kill_children();
+	return tap_done();
+}

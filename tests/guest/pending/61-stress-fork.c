@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PENDING (moved out of tests/guest/cases at 21:00 UTC, 2026-11-22, by the test engineer).
+ * Fails on smp2 with the series patches/0001-0005: 3 of ~100 children
+ * returned code 23: after computing briefly and sleeping 1 ms (>= min_wait_us
+ * 100), /proc/self/sched_hpc still said iterations 0: a 1 ms sleep of a
+ * freshly forked HPC task did not close an iteration (the wake-up found the
+ * task's state not SLEEPING, e.g. after a migration by the balancer while it
+ * slept?). Latest series build (20:41): 3 children with code 23 on smp2
+ * and on smp4. Move back when it passes.
+ */
+/*
+ * 61-stress-fork: fork/exit storms of HPC tasks.
+ *
+ * An HPC parent keeps up to 4 x nCPU children in flight for ~4 s (at most
+ * 2000 children). Each child checks it inherited SCHED_HPC with fresh
+ * iteration state (or SCHED_OTHER when the parent set SCHED_RESET_ON_FORK,
+ * every other round), computes a little, sleeps (closing an iteration),
+ * starts two short-lived HPC threads and a grandchild, and exits.
+ * Asserts: every child exits 0, progress, no child left behind, the parent
+ * is still SCHED_HPC and its own accounting still works.
+ */
+/* guest-timeout: 90 */
+#include "hpctest.h"
+
+static void *thr(void *arg)
+{
+	(void)arg;
+	work_units(30);
+	return sched_getscheduler(0) == SCHED_HPC ? NULL : (void *)1;
+}
+
+static int child(int reset)
+{
+	struct hpc_stat st;
+	pthread_t t[2];
+	void *ret;
+	pid_t g;
+	int i, s;
+
+	if (reset)
+		return sched_getscheduler(0) == SCHED_OTHER && hpc_stat_read(0, &st) == 0 &&
+		       !st.hpc ? 0 : 20;
+	if (sched_getscheduler(0) != SCHED_HPC)
+		return 21;
+	/*
+	 * Fresh state, not the parent's (which closes an iteration at every
+	 * waitpid): 0, or 1-2 if an involuntary sleep (fork-time page-fault
+	 * lock contention) already closed one. 20-syscall checks exactly 0.
+	 */
+	if (hpc_stat_read(0, &st) || !st.hpc || st.v[HS_ITERATIONS] > 2)
+		return 22;
+	work_units(20);
+	sleep_ms(1);
+	/* >= 1: an involuntary sleep (lock contention) may close one too. */
+	if (hpc_stat_read(0, &st) || st.v[HS_ITERATIONS] < 1)
+		return 23;
+	for (i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, thr, NULL))
+			return 24;
+	g = fork();
+	if (g == 0)
+		_exit(sched_getscheduler(0) == SCHED_HPC ? 0 : 1);
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], &ret);
+		if (ret)
+			return 25;
+	}
+	if (g < 0 || waitpid(g, &s, 0) != g || !WIFEXITED(s) || WEXITSTATUS(s))
+		return 26;
+	return 0;
+}
+
+int main(void)
+{
+	int inflight = 0, maxin, st, bad = 0, firstbad = 0, done = 0, r, reset = 0;
+	uint64_t end;
+	struct hpc_stat hs;
+	pid_t pid;
+
+	tap_init("61-stress-fork");
+	watchdog(80);
+	if (!require_hpc())
+		return tap_done();
+	knobs_restore();
+	maxin = 4 * online_cpus();
+	r = set_hpc(0);
+	if (!tap_check(r == 0, strerror(-r), "parent is SCHED_HPC"))
+		return tap_done();
+	end = now_ns() + 4000000000ULL;
+	while (now_ns() < end && done + inflight < 2000) {
+		while (inflight < maxin && done + inflight < 2000) {
+			fflush(stdout);
+			pid = fork();
+			if (pid == 0) {
+				child_setup();
+				_exit(child(reset));
+			}
+			if (pid < 0) {
+				bad++;
+				break;
+			}
+			inflight++;
+		}
+		pid = waitpid(-1, &st, 0);
+		if (pid > 0) {
+			inflight--;
+			done++;
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+				if (!bad)
+					firstbad = WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+				bad++;
+			}
+			/* flip SCHED_RESET_ON_FORK every 50 children */
+			if (done % 50 == 0) {
+				reset = !reset;
+				set_policy(0, SCHED_HPC | (reset ? SCHED_RESET_ON_FORK : 0), 0);
+			}
+		}
+	}
+	while (inflight > 0) {
+		pid = wait_timeout(-1, &st, 10000);
+		if (pid <= 0)
+			break;
+		inflight--;
+		done++;
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+	}
+	tap_diag("%d children in ~4 s, %d failed (first failure code %d)", done, bad, firstbad);
+	tap_ok(inflight == 0, "every child exited within the timeout (%d left)", inflight);
+	tap_ok(bad == 0, "every child saw the expected policy and fresh state (%d failed, first code %d)",
+	       bad, firstbad);
+	tap_ok(done >= 50, "storm made progress (%d children)", done);
+	errno = 0;
+	tap_ok(waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD, "no child left behind");
+	r = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+	tap_ok(r == SCHED_HPC, "parent still SCHED_HPC (%d)", r);
+	r = hpc_stat_read(0, &hs);
+	if (tap_check(r == 0, hs.err, "parent's /proc/self/sched_hpc readable")) {
+		long long it = hs.v[HS_ITERATIONS];
+
+		sleep_ms(5);
+		r = hpc_stat_read(0, &hs);
+		tap_ok(r == 0 && hs.v[HS_ITERATIONS] == it + 1,
+		       "parent's accounting still works: a 5 ms sleep closes an iteration (%lld -> %lld)",
+		       it, hs.v[HS_ITERATIONS]);
+	}
+	set_other(0);
+	return tap_done();
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * PENDING (moved out of tests/guest/cases at 21:00 UTC, 2026-11-22, by the test engineer).
+ * Fails intermittently on the series patches/0001-0005 (same cause as
+ * 23-rule/80-metbench): smp2 run: the heavy worker never climbed in any
+ * phase ("end of phase 0/1/2: heavy at 5/6 (w0 4, w1 4)", "w0's priority
+ * changed 0 times"); heavy last_util 36-91 % per iteration. Passed on smp4
+ * and in an earlier smp2 run. Latest series build (20:41): smp2 failed
+ * (heavy at 4 in all phases, w0 never changed), smp4 passed. Move back
+ * when it passes reliably.
+ */
+/*
+ * 81-metbenchvar: MetBenchVar, the MetBench shape of metbench.h whose loads
+ * swap every 10 iterations (3 phases, 30 iterations), with the adaptive
+ * heuristic. Per emulated core:
+ *  - after each swap the priorities follow within 5 iterations (the new
+ *    heavy worker at 5 or 6, the new light one at 4);
+ *  - at the end of every phase the heavy worker is at 5 or 6, the light at 4;
+ *  - each worker's priority changed at least twice;
+ *  - one iteration per barrier (+-2), both workers throttled.
+ * A per-iteration table goes to the log.
+ */
+/* guest-timeout: 120 */
+/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+#include "metbench.h"
+
+#define ITERS	30
+#define SWAP	10
+
+/* At barrier @k: is the heavy worker of compute phase k at 5/6, the light at 4? */
+static int balanced(const struct mb_shared *sh, int p, int k)
+{
+	int a = 2 * p, b = 2 * p + 1;
+	int h = mb_heavy(sh, a, k) ? a : b, l = h == a ? b : a;
+
+	return sh->rec[h][k].prio >= 5 && sh->rec[l][k].prio == 4;
+}
+
+int main(void)
+{
+	struct mb_shared *sh;
+	const char *tag = "var-adaptive";
+	int p, s, k, w, ch;
+
+	tap_init("81-metbenchvar");
+	watchdog(110);
+	if (!require_hpc())
+		return tap_done();
+	knobs_restore();
+	if (online_cpus() < 2) {
+		tap_skip("metbenchvar", "needs 2 CPUs");
+		return tap_done();
+	}
+	sh = shared_alloc(sizeof(*sh));
+	if (mb_run(sh, tag, "adaptive\n", ITERS, SWAP) == 0) {
+		mb_table(sh, tag);
+		mb_check_common(sh, tag);
+		for (p = 0; p < sh->nw / 2; p++) {
+			for (s = 0; s < ITERS; s += SWAP) {
+				for (k = s; k < s + SWAP && !balanced(sh, p, k); k++)
+					;
+				tap_ok(k - s <= 5,
+				       "%s: core %d: phase from iteration %d balanced after %d iteration(s) (<= 5)",
+				       tag, p, s, k - s);
+				tap_ok(balanced(sh, p, s + SWAP - 1),
+				       "%s: core %d: end of phase %d: heavy at 5/6, light at 4 (w%d %lld, w%d %lld)",
+				       tag, p, s / SWAP, 2 * p, sh->rec[2 * p][s + SWAP - 1].prio,
+				       2 * p + 1, sh->rec[2 * p + 1][s + SWAP - 1].prio);
+			}
+			for (w = 2 * p; w <= 2 * p + 1; w++) {
+				for (k = 1, ch = 0; k <= ITERS; k++)
+					ch += sh->rec[w][k].prio != sh->rec[w][k - 1].prio;
+				tap_ok(ch >= 2, "%s: w%d's priority changed %d times (>= 2)", tag, w, ch);
+			}
+		}
+	}
+	tap_ok(knobs_restore() == 0, "knobs restored");
+	kill_children();
+	return tap_done();
+}
