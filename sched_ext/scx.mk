@@ -1,0 +1,135 @@
+# scx_hpc: the SCHED_HPC policy as a sched_ext scheduler (included by the
+# top-level Makefile). See sched_ext/README.md.
+#
+#   make scx              libbpf + bpftool (from the kernel tree's tools/),
+#                         vmlinux.h, the BPF object, its skeleton, the static
+#                         loader, scx_simple and the test programs -> build/scx/
+#   make scx-guest-run    boot the test kernel once with only the scx cases
+# Suites: scx-host (BPF object, skeleton, loader knob checks: no sched_ext
+# needed on the host), scx-guest (sched_ext/tests/guest-cases in QEMU).
+# Options: SCX_KSRC (kernel tree for tools/, default build-kernel/src or
+# $(KSRC)), SCX_VMLINUX (vmlinux with BTF, default build-kernel/vmlinux).
+
+SCX_DIR     := sched_ext
+SCX_OUT     := $(BUILD)/scx
+SCX_KSRC    ?= $(if $(KSRC),$(KSRC),$(TOP)/build-kernel/src)
+SCX_VMLINUX ?= $(TOP)/build-kernel/vmlinux
+SCX_CLANG   ?= clang-16
+SCX_STRIP   ?= llvm-strip-16
+SCX_TREE    := $(SCX_OUT)/tree
+SCX_LIBBPF  := $(SCX_TREE)/build/obj/libbpf/libbpf.a
+SCX_BPFTOOL := $(SCX_TREE)/build/sbin/bpftool
+SCX_INC     := $(SCX_OUT)/include
+SCX_CORE    := $(TOP)/kernel/kernel/sched
+SCX_ROOT    := $(SCX_OUT)/guest-root
+SCX_BIN     := $(SCX_ROOT)/usr/local/bin
+SCX_SCXINC  := $(SCX_KSRC)/tools/sched_ext/include
+SCX_TOOLS_MAKE = $(MAKE) --no-print-directory -C $(SCX_KSRC)/tools/sched_ext \
+	O=$(SCX_TREE) CLANG=$(SCX_CLANG) LLVM_STRIP=$(SCX_STRIP) VMLINUX_BTF=$(SCX_VMLINUX)
+
+SCX_BPF_CFLAGS = -g -O2 -target bpf -mcpu=v3 -mlittle-endian -D__TARGET_ARCH_x86 \
+	-Wall -Wno-compare-distinct-pointer-types \
+	-I$(SCX_INC) -I$(SCX_SCXINC) -I$(SCX_SCXINC)/bpf-compat -I$(SCX_TREE)/build/include \
+	-I$(SCX_KSRC)/tools/include/uapi -I$(SCX_CORE) -I$(TOP)/$(SCX_DIR) \
+	$(shell $(SCX_CLANG) -v -E - </dev/null 2>&1 | \
+		sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+
+SCX_CXXFLAGS = -std=c++20 -O2 -g -Wall -Wextra -Werror -I$(SCX_INC) -I$(SCX_TREE)/build/include \
+	-I$(SCX_CORE) -I$(TOP)/$(SCX_DIR) -I$(TOP)/tools/common
+SCX_LDLIBS  = $(SCX_LIBBPF) -lelf -lz -pthread
+
+SCX_TARGETS := $(SCX_BIN)/scx_hpc $(SCX_BIN)/scx_simple $(SCX_BIN)/scx_metbench \
+	$(SCX_BIN)/scx_stress $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh
+
+CHECK_SUITES += scx-host scx-guest
+
+.PHONY: scx scx-tools scx-guest-initrd scx-guest-run check-scx-host check-scx-guest
+
+scx: $(SCX_TARGETS)
+
+# libbpf + bpftool, built by the kernel tree's own sched_ext Makefile (its
+# rules for them do not need vmlinux).
+$(SCX_LIBBPF) $(SCX_BPFTOOL):
+	@mkdir -p $(SCX_TREE)
+	@test -d $(SCX_KSRC)/tools/sched_ext || \
+		{ echo "scx: no kernel tree at $(SCX_KSRC) (make kernel, or SCX_KSRC=)"; exit 1; }
+	$(SCX_TOOLS_MAKE) $(SCX_LIBBPF) $(SCX_BPFTOOL)
+
+scx-tools: $(SCX_LIBBPF) $(SCX_BPFTOOL)
+
+$(SCX_VMLINUX):
+	@echo "scx: $@ not found (make kernel, or SCX_VMLINUX=)"; exit 1
+
+$(SCX_INC)/vmlinux.h: $(SCX_VMLINUX) | $(SCX_BPFTOOL)
+	@mkdir -p $(SCX_INC)
+	@test -r $(SCX_VMLINUX) || { echo "scx: $(SCX_VMLINUX) not found (make kernel)"; exit 1; }
+	$(SCX_BPFTOOL) btf dump file $(SCX_VMLINUX) format c > $@.tmp
+	@grep -q 'struct sched_ext_ops {' $@.tmp || \
+		{ echo "scx: $(SCX_VMLINUX) has no sched_ext (CONFIG_SCHED_CLASS_EXT)"; rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
+
+$(SCX_OUT)/scx_hpc.bpf.o: $(SCX_DIR)/scx_hpc.bpf.c $(SCX_DIR)/scx_hpc.h $(SCX_INC)/vmlinux.h \
+		$(SCX_CORE)/hpc_policy.c $(SCX_CORE)/hpc_policy.h $(SCX_CORE)/hpc_smt.c \
+		$(SCX_CORE)/hpc_smt.h $(SCX_CORE)/hpc_types.h | $(SCX_LIBBPF)
+	$(SCX_CLANG) $(SCX_BPF_CFLAGS) -c $< -o $@
+
+# Skeleton straight from the compiled object (DWARF stripped, BTF kept). Not
+# through 'bpftool gen object': the policy core's name tables
+# (hpc_param_names, hpc_heuristic_names) are pointer arrays in .rodata, which
+# libbpf's static linker refuses ("relocation against STT_SECTION in non-exec
+# section"); libbpf's loader ignores those relocations, and BPF code never
+# reads the tables.
+$(SCX_INC)/scx_hpc.bpf.skel.h: $(SCX_OUT)/scx_hpc.bpf.o | $(SCX_BPFTOOL)
+	$(SCX_STRIP) -g -o $(SCX_OUT)/scx_hpc.stripped.o $<
+	$(SCX_BPFTOOL) gen skeleton $(SCX_OUT)/scx_hpc.stripped.o name scx_hpc > $@.tmp
+	@mv $@.tmp $@
+
+$(SCX_OUT)/obj/%.o: $(SCX_CORE)/%.c $(SCX_CORE)/*.h
+	@mkdir -p $(dir $@)
+	gcc -O2 -g -Wall -Wextra -Werror -I$(SCX_CORE) -c $< -o $@
+
+$(SCX_OUT)/obj/params_text.o: tools/common/params_text.cpp tools/common/params_text.hpp
+	@mkdir -p $(dir $@)
+	g++ $(SCX_CXXFLAGS) -c $< -o $@
+
+$(SCX_OUT)/obj/scx_hpc.o: $(SCX_DIR)/scx_hpc.cpp $(SCX_DIR)/scx_hpc.h $(SCX_INC)/scx_hpc.bpf.skel.h \
+		tools/common/params_text.hpp
+	@mkdir -p $(dir $@)
+	g++ $(SCX_CXXFLAGS) -c $< -o $@
+
+# Static: the busybox guest has no shared libraries.
+$(SCX_BIN)/scx_hpc: $(SCX_OUT)/obj/scx_hpc.o $(SCX_OUT)/obj/params_text.o \
+		$(SCX_OUT)/obj/hpc_policy.o $(SCX_OUT)/obj/hpc_smt.o $(SCX_LIBBPF)
+	@mkdir -p $(dir $@)
+	g++ -static -o $@ $(filter %.o,$^) $(SCX_LDLIBS)
+
+# The kernel's own example, relinked statically from its object.
+$(SCX_BIN)/scx_simple: $(SCX_INC)/vmlinux.h | $(SCX_LIBBPF) $(SCX_BPFTOOL)
+	@mkdir -p $(dir $@)
+	$(SCX_TOOLS_MAKE) scx_simple
+	gcc -static -o $@ $(SCX_TREE)/build/obj/sched_ext/scx_simple.o $(SCX_LDLIBS)
+
+$(SCX_BIN)/%: $(SCX_DIR)/tests/%.c
+	@mkdir -p $(dir $@)
+	gcc -static -O2 -Wall -Wextra -Werror -pthread -o $@ $<
+
+$(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh: $(SCX_DIR)/tests/lib.sh
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# The guest image with the scx binaries (its own initrd: build-kernel/initrd.gz
+# is left as the other suites build it).
+scx-guest-initrd: scx
+	@GUEST_EXTRA=$(SCX_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/guest-cases \
+		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd.gz
+
+scx-guest-run: kernel scx-guest-initrd
+	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \
+		--cases '5*-scx-*' $(if $(APPEND),--append '$(APPEND)')
+
+check-scx-host: kernel scx
+	@tests/run-suite scx-host -- $(SCX_DIR)/tests/host-check $(SCX_OUT)
+
+check-scx-guest: kernel scx-guest-initrd
+	@tests/run-suite scx-guest -- tests/guest/run-qemu --name scx-smp2 --smp 2 \
+		--initrd $(SCX_OUT)/initrd.gz --cases '5*-scx-*'

@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_hpc: the SCHED_HPC policy as a sched_ext scheduler (Linux 6.12 API).
+ *
+ * Partial mode: only tasks whose policy is SCHED_EXT (7) are scheduled here;
+ * everything else stays in the fair class.
+ *
+ * Policy: the policy core (kernel/kernel/sched/hpc_policy.c, hpc_smt.c) is
+ * compiled into this program unchanged and does all iteration accounting,
+ * the heuristics and the rule. This file only feeds it events:
+ *   ops.runnable   wake-up          -> hpc_task_wakeup(t, now, params,
+ *                                      hpc_peer_class(sibling snapshot, ...))
+ *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep()
+ *   ops.tick       running task     -> hpc_task_tick() and
+ *                                      hpc_task_sibling_closed(sibling snapshot)
+ * Each CPU publishes a snapshot of the HPC task that last ran or woke there
+ * (struct snap, copied under a bpf_spin_lock: the writers of one slot are
+ * the events of tasks on that CPU, which can run on another CPU for a remote
+ * wake-up, so a plain copy could be torn; the lock costs two atomics per
+ * event and keeps the core's view of the sibling consistent).
+ *
+ * Queueing: one DSQ per CPU (id = CPU), FIFO order; RR with a tunable slice
+ * (slice_us) or FIFO (infinite slice, a task runs until it sleeps or its
+ * CPU is throttled). ops.select_cpu places an unpinned waking task on the
+ * allowed CPU with the fewest queued + running HPC tasks (prev CPU on a
+ * tie); ops.dispatch pulls from the busiest other CPU's queue when its own
+ * is empty.
+ *
+ * Mechanism: x86 SMT emulation by bandwidth. CPUs 2k and 2k+1 form an
+ * emulated core. In every period (period_us, aligned on the monotonic
+ * clock) a CPU may run HPC tasks for hpc_smt_speed(own prio, sibling prio,
+ * sibling busy) / 1000 of the period; the sibling is busy while it runs an
+ * HPC task, has some queued or is throttled. A CPU that used its
+ * budget is throttled: ops.tick ends the running task's slice, ops.dispatch
+ * stops handing out HPC tasks and a task that would keep running
+ * (SCX_ENQ_LAST) is queued instead, until the next period; a BPF timer at
+ * each period boundary kicks the throttled CPUs so that they dispatch again.
+ */
+#include <scx/common.bpf.h>
+
+/*
+ * The policy core declares its functions and two name tables with external
+ * linkage. A BPF global function is verified on its own, with pointer
+ * arguments that may be NULL, which the core does not expect: give them
+ * internal linkage by declaring them static before the core's header does
+ * (C11 6.2.2p4/5), so that they are verified inline with their callers.
+ */
+struct hpc_params;
+struct hpc_prio_range;
+struct hpc_task;
+#define HPC_STATIC static __attribute__((unused))
+HPC_STATIC void hpc_params_default(struct hpc_params *p);
+HPC_STATIC int hpc_params_check(const struct hpc_params *p,
+				const struct hpc_prio_range *allowed);
+HPC_STATIC const char *hpc_param_err_str(int err);
+HPC_STATIC int hpc_param_lookup(const char *name);
+HPC_STATIC u32 hpc_param_get(const struct hpc_params *p, int id);
+HPC_STATIC void hpc_param_put(struct hpc_params *p, int id, u32 val);
+HPC_STATIC int hpc_heuristic_lookup(const char *name);
+HPC_STATIC void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
+HPC_STATIC void hpc_task_sleep(struct hpc_task *t, u64 now);
+HPC_STATIC int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
+			       int peer_class);
+HPC_STATIC int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
+				       const struct hpc_params *p,
+				       const struct hpc_task *peer);
+HPC_STATIC void hpc_task_tick(struct hpc_task *t, u64 now);
+HPC_STATIC u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
+HPC_STATIC u32 hpc_util(u64 run, u64 total);
+HPC_STATIC int hpc_classify(u32 util, const struct hpc_params *p);
+HPC_STATIC u32 hpc_decide(u32 prio, int own_class, int peer_class,
+			  const struct hpc_params *p);
+HPC_STATIC int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
+			      const struct hpc_params *p);
+HPC_STATIC u32 hpc_smt_decode_share(u32 own, u32 sib);
+HPC_STATIC u32 hpc_smt_share_speed(u32 share);
+HPC_STATIC u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
+
+/*
+ * BPF calls take at most five arguments and the core's static hpc_close()
+ * has six: inline the whole core into its callers (it is small).
+ */
+#pragma clang attribute push(__attribute__((always_inline)), apply_to = function)
+#include "../kernel/kernel/sched/hpc_policy.c"
+#include "../kernel/kernel/sched/hpc_smt.c"
+#pragma clang attribute pop
+#include "scx_hpc.h"
+
+
+char _license[] SEC("license") = "GPL";
+
+/* Set by the loader before load. */
+const volatile u32 nr_cpus = 1;		/* possible CPUs, <= SCX_HPC_MAX_CPUS */
+
+struct scx_hpc_exit uei SEC(".data");
+
+#define MIN_SLICE_NS	(100 * 1000ULL)
+
+/* ------------------------------------------------------------------ maps */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct scx_hpc_params);
+} params_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCX_HPC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct scx_hpc_cpu);
+} cpu_ctx SEC(".maps");
+
+/* Published snapshot of the HPC task of each CPU (see the top comment). */
+struct snap {
+	struct bpf_spin_lock lock;
+	u32 pid;		/* 0: none */
+	struct hpc_task t;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCX_HPC_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct snap);
+} snaps SEC(".maps");
+
+struct task_ctx {
+	struct hpc_task t;
+	u64 sleep_start;	/* when the task last went to sleep */
+	u64 throttled_at;	/* when it was held back by its CPU's budget, 0: not */
+	u64 throttled_ns;
+	u64 run_start;
+	u64 run_ns;
+	u32 preempted;		/* FIFO: requeue at the head */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SCX_HPC_MAX_TASKS);
+	__type(key, u32);
+	__type(value, struct scx_hpc_task_info);
+} task_info SEC(".maps");
+
+struct period_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct period_timer);
+} timers SEC(".maps");
+
+/* --------------------------------------------------------------- helpers */
+
+static struct scx_hpc_params *get_params(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&params_map, &zero);
+}
+
+static struct scx_hpc_cpu *get_cpu(s32 cpu)
+{
+	u32 key = cpu;
+
+	if (cpu < 0 || key >= nr_cpus || key >= SCX_HPC_MAX_CPUS)
+		return NULL;
+	return bpf_map_lookup_elem(&cpu_ctx, &key);
+}
+
+static struct task_ctx *get_task(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+static u64 period_ns(const struct scx_hpc_params *P)
+{
+	u64 per = (u64)P->period_us * 1000;
+
+	return per ? per : SCX_HPC_DEF_PERIOD_US * 1000ULL;
+}
+
+static u64 slice_ns(const struct scx_hpc_params *P)
+{
+	if (P->fifo)
+		return SCX_SLICE_INF;
+	return P->slice_us ? (u64)P->slice_us * 1000 : SCX_SLICE_DFL;
+}
+
+static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc)
+{
+	u32 key = cpu;
+	struct snap *s;
+
+	if (key >= SCX_HPC_MAX_CPUS)
+		return;
+	s = bpf_map_lookup_elem(&snaps, &key);
+	if (!s)
+		return;
+	bpf_spin_lock(&s->lock);
+	s->pid = p->pid;
+	s->t = tc->t;
+	bpf_spin_unlock(&s->lock);
+}
+
+/* Copy the sibling's snapshot into @out; false if it has none (or is @self). */
+static bool snap_read(s32 cpu, u32 self, struct hpc_task *out)
+{
+	u32 key = cpu ^ 1;
+	struct snap *s;
+	u32 pid;
+
+	if (key >= nr_cpus || key >= SCX_HPC_MAX_CPUS)
+		return false;
+	s = bpf_map_lookup_elem(&snaps, &key);
+	if (!s)
+		return false;
+	bpf_spin_lock(&s->lock);
+	pid = s->pid;
+	*out = s->t;
+	bpf_spin_unlock(&s->lock);
+	return pid && pid != self;
+}
+
+static void snap_clear(s32 cpu, u32 pid)
+{
+	u32 key = cpu;
+	struct snap *s;
+
+	if (key >= SCX_HPC_MAX_CPUS)
+		return;
+	s = bpf_map_lookup_elem(&snaps, &key);
+	if (!s)
+		return;
+	bpf_spin_lock(&s->lock);
+	if (s->pid == pid)
+		s->pid = 0;
+	bpf_spin_unlock(&s->lock);
+}
+
+static void publish_info(struct task_struct *p, struct task_ctx *tc, s32 cpu,
+			 u32 exited)
+{
+	struct scx_hpc_task_info ti = {};
+	u32 pid = p->pid;
+
+	ti.pid = pid;
+	ti.tgid = p->tgid;
+	bpf_probe_read_kernel_str(ti.comm, sizeof(ti.comm), p->comm);
+	ti.prio = tc->t.prio;
+	ti.prev_prio = tc->t.prev_prio;
+	ti.last_util = tc->t.last_util;
+	ti.global_util = tc->t.global_util;
+	ti.heur_util = tc->t.heur_util;
+	ti.cpu = cpu;
+	ti.exited = exited;
+	ti.nr_iter = tc->t.nr_iter;
+	ti.last_run_ns = tc->t.last_run;
+	ti.last_wait_ns = tc->t.last_wait;
+	ti.throttled_ns = tc->throttled_ns;
+	ti.run_ns = tc->run_ns;
+	bpf_map_update_elem(&task_info, &pid, &ti, BPF_ANY);
+}
+
+/* Budget (ns of HPC run time) of @cpu in the current period. */
+static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
+{
+	struct scx_hpc_cpu *sc = get_cpu(cpu ^ 1);
+	bool sib_busy;
+	u32 speed;
+
+	if (!sc || !sc->online) {
+		c->budget_ns = per;
+		return per;
+	}
+	/* Busy: it has HPC work, running or held back. Counting a throttled
+	 * sibling whatever its queue covers the window in which its task has
+	 * stopped but is not queued yet. */
+	sib_busy = sc->running || sc->throttled ||
+		   scx_bpf_dsq_nr_queued(cpu ^ 1) > 0;
+	speed = hpc_smt_speed(c->cur_prio, sc->cur_prio, sib_busy);
+	c->budget_ns = per * speed / HPC_SMT_SCALE;
+	return c->budget_ns;
+}
+
+/*
+ * Start a new budget if the period changed since the CPU last looked. The
+ * budget is enforced at ticks (and slice ends), so a CPU can overrun it: the
+ * overrun of the period just ended is paid back in the new one, which keeps
+ * the long-run share at the model's whatever the tick spacing.
+ */
+static void refill(struct scx_hpc_cpu *c, u64 now, u64 per)
+{
+	u64 idx = now / per, start = idx * per, carry = 0;
+	bool next = idx == c->period_idx + 1;
+
+	if (idx == c->period_idx)
+		return;
+	if (c->running && c->run_start < start) {
+		/* the run up to the boundary belongs to the old period */
+		if (next)
+			c->consumed_ns += start - c->run_start;
+		c->run_start = start;
+	}
+	if (next && c->budget_ns && c->consumed_ns > c->budget_ns)
+		carry = c->consumed_ns - c->budget_ns;
+	if (carry > per)
+		carry = per;
+	if (c->throttled && carry < c->budget_ns) {
+		c->throttled_ns += now - c->throttle_start;
+		c->throttled = 0;
+	}
+	c->period_idx = idx;
+	c->consumed_ns = carry;
+}
+
+static void charge(struct scx_hpc_cpu *c, u64 now)
+{
+	if (c->running && now > c->run_start) {
+		c->consumed_ns += now - c->run_start;
+		c->run_start = now;
+	}
+}
+
+/* --------------------------------------------------------------- ops */
+
+s32 BPF_STRUCT_OPS(hpc_select_cpu, struct task_struct *p, s32 prev_cpu,
+		   u64 wake_flags)
+{
+	s32 best = prev_cpu;
+	u64 best_load = -1ULL;
+	s32 cpu;
+
+	if (p->nr_cpus_allowed == 1)
+		return prev_cpu;
+
+	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
+		struct scx_hpc_cpu *c;
+		u64 load;
+
+		if (cpu >= nr_cpus)
+			break;
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		c = get_cpu(cpu);
+		if (!c || !c->online)
+			continue;
+		/* queued + running, a throttled CPU counts one more; x2 and
+		 * +1 off prev_cpu so that prev_cpu wins ties */
+		load = (u64)scx_bpf_dsq_nr_queued(cpu) + c->running + c->throttled;
+		load = load * 2 + (cpu != prev_cpu);
+		if (load < best_load) {
+			best_load = load;
+			best = cpu;
+		}
+	}
+	return best;
+}
+
+void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct scx_hpc_params *P = get_params();
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+	struct task_ctx *tc = get_task(p);
+	u64 slice, flags = enq_flags;
+
+	if (!P || !c) {
+		/* cannot happen; never lose a task */
+		scx_bpf_dispatch(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+		return;
+	}
+	slice = slice_ns(P);
+	if (enq_flags & SCX_ENQ_LAST) {
+		refill(c, bpf_ktime_get_ns(), period_ns(P));
+		if (!c->throttled) {
+			__sync_fetch_and_add(&c->nr_direct, 1);
+			scx_bpf_dispatch(p, SCX_DSQ_LOCAL, slice, enq_flags);
+			return;
+		}
+	}
+	if (tc && tc->preempted) {
+		tc->preempted = 0;
+		if (P->fifo)
+			flags |= SCX_ENQ_HEAD;
+	}
+	scx_bpf_dispatch(p, cpu, slice, flags);
+}
+
+void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct scx_hpc_params *P = get_params();
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+	s32 i, best = -1;
+	s32 most = 0;
+
+	if (!P || !c)
+		return;
+	refill(c, bpf_ktime_get_ns(), period_ns(P));
+	if (c->throttled)
+		return;
+	if (scx_bpf_consume(cpu))
+		return;
+
+	/* Nothing of our own: pull from the busiest other queue. */
+	bpf_for(i, 0, SCX_HPC_MAX_CPUS) {
+		struct scx_hpc_cpu *o;
+		s32 n;
+
+		if (i >= nr_cpus)
+			break;
+		if (i == cpu)
+			continue;
+		o = get_cpu(i);
+		if (!o || o->throttled)
+			continue;
+		n = scx_bpf_dsq_nr_queued(i);
+		/* a lone waiter of an idle online CPU is about to run there */
+		if (n == 1 && !o->running && o->online)
+			continue;
+		if (n > most) {
+			most = n;
+			best = i;
+		}
+	}
+	if (best >= 0 && scx_bpf_consume(best))
+		__sync_fetch_and_add(&c->nr_steal, 1);
+}
+
+void BPF_STRUCT_OPS(hpc_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct scx_hpc_params *P = get_params();
+	struct task_ctx *tc = get_task(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+	struct hpc_task peer;
+	int peer_class = HPC_CLASS_NONE;
+	u64 now = bpf_ktime_get_ns();
+
+	if (!P || !tc)
+		return;
+	if (tc->t.state == HPC_TASK_SLEEPING) {
+		if (snap_read(cpu, p->pid, &peer))
+			peer_class = hpc_peer_class(&peer, now, tc->t.seg_start,
+						    &P->core);
+		if (hpc_task_wakeup(&tc->t, now, &P->core, peer_class)) {
+			if (c)
+				__sync_fetch_and_add(&c->nr_iter, 1);
+			publish_info(p, tc, cpu, 0);
+		}
+	}
+	snap_publish(cpu, p, tc);
+}
+
+void BPF_STRUCT_OPS(hpc_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tc;
+	u64 now;
+
+	if (!(deq_flags & SCX_DEQ_SLEEP))
+		return;
+	tc = get_task(p);
+	if (!tc)
+		return;
+	now = bpf_ktime_get_ns();
+	hpc_task_sleep(&tc->t, now);
+	tc->sleep_start = now;
+	snap_publish(scx_bpf_task_cpu(p), p, tc);
+}
+
+void BPF_STRUCT_OPS(hpc_running, struct task_struct *p)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct scx_hpc_params *P = get_params();
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+	struct task_ctx *tc = get_task(p);
+	u64 now = bpf_ktime_get_ns();
+	u64 per, budget, rem;
+
+	if (!P || !c || !tc)
+		return;
+	per = period_ns(P);
+	refill(c, now, per);
+	c->running = 1;
+	c->run_start = now;
+	c->cur_prio = tc->t.prio;
+	c->cur_pid = p->pid;
+	c->nr_running++;
+	if (tc->throttled_at) {
+		tc->throttled_ns += now - tc->throttled_at;
+		tc->throttled_at = 0;
+	}
+	tc->run_start = now;
+
+	/* Run no longer than the budget left in this period. */
+	budget = cpu_budget(cpu, c, per);
+	rem = budget > c->consumed_ns ? budget - c->consumed_ns : 0;
+	if (rem < MIN_SLICE_NS)
+		rem = MIN_SLICE_NS;
+	if (rem < p->scx.slice)
+		p->scx.slice = rem;
+	snap_publish(cpu, p, tc);
+}
+
+void BPF_STRUCT_OPS(hpc_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct scx_hpc_params *P = get_params();
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+	struct task_ctx *tc = get_task(p);
+	u64 now = bpf_ktime_get_ns();
+	u64 per;
+
+	if (!P || !c)
+		return;
+	per = period_ns(P);
+	refill(c, now, per);
+	charge(c, now);
+	/* throttled is set before running drops: the sibling always sees one */
+	if (!c->throttled && c->consumed_ns >= cpu_budget(cpu, c, per)) {
+		c->throttled = 1;
+		c->throttle_start = now;
+		c->nr_throttle++;
+	}
+	c->running = 0;
+	if (!tc)
+		return;
+	if (now > tc->run_start) {
+		tc->run_ns += now - tc->run_start;
+		c->run_ns += now - tc->run_start;
+	}
+	if (c->throttled && runnable) {
+		tc->throttled_at = now;
+		tc->preempted = 1;
+	}
+}
+
+void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct scx_hpc_params *P = get_params();
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+	struct task_ctx *tc = get_task(p);
+	struct hpc_task peer;
+	u64 now = bpf_ktime_get_ns();
+	u64 per;
+
+	if (!P || !c || !tc)
+		return;
+	per = period_ns(P);
+	refill(c, now, per);
+	charge(c, now);
+
+	hpc_task_tick(&tc->t, now);
+	if (snap_read(cpu, p->pid, &peer) &&
+	    hpc_task_sibling_closed(&tc->t, now, &P->core, &peer)) {
+		c->nr_sib_closed++;
+		publish_info(p, tc, cpu, 0);
+	}
+	c->cur_prio = tc->t.prio;
+	snap_publish(cpu, p, tc);
+
+	if (c->consumed_ns >= cpu_budget(cpu, c, per))
+		p->scx.slice = 0;
+}
+
+s32 BPF_STRUCT_OPS(hpc_init_task, struct task_struct *p,
+		   struct scx_init_task_args *args)
+{
+	if (!bpf_task_storage_get(&task_ctxs, p, 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
+}
+
+void BPF_STRUCT_OPS(hpc_enable, struct task_struct *p)
+{
+	struct scx_hpc_params *P = get_params();
+	struct task_ctx *tc = get_task(p);
+
+	if (!P || !tc)
+		return;
+	hpc_task_init(&tc->t, bpf_ktime_get_ns(), &P->core);
+	tc->throttled_at = 0;
+	tc->throttled_ns = 0;
+	tc->run_ns = 0;
+	tc->preempted = 0;
+	publish_info(p, tc, scx_bpf_task_cpu(p), 0);
+}
+
+void BPF_STRUCT_OPS(hpc_disable, struct task_struct *p)
+{
+	struct task_ctx *tc = get_task(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (tc)
+		publish_info(p, tc, cpu, 1);
+	snap_clear(cpu, p->pid);
+}
+
+void BPF_STRUCT_OPS(hpc_cpu_online, s32 cpu)
+{
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+
+	if (c)
+		c->online = 1;
+}
+
+void BPF_STRUCT_OPS(hpc_cpu_offline, s32 cpu)
+{
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+
+	if (c) {
+		c->online = 0;
+		c->running = 0;
+		c->throttled = 0;
+	}
+}
+
+/* At each period boundary: wake the throttled CPUs so that they refill. */
+static int period_timerfn(void *map, int *key, struct bpf_timer *timer)
+{
+	struct scx_hpc_params *P = get_params();
+	u64 now = bpf_ktime_get_ns();
+	u64 per = P ? period_ns(P) : SCX_HPC_DEF_PERIOD_US * 1000ULL;
+	s32 cpu;
+
+	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
+		struct scx_hpc_cpu *c;
+
+		if (cpu >= nr_cpus)
+			break;
+		c = get_cpu(cpu);
+		if (c && c->throttled && c->online) {
+			c->nr_kick++;
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		}
+	}
+	bpf_timer_start(timer, per - now % per + 1000, 0);
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(hpc_init)
+{
+	const struct cpumask *online;
+	struct bpf_timer *timer;
+	u32 zero = 0;
+	s32 cpu, ret;
+
+	online = scx_bpf_get_online_cpumask();
+	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
+		struct scx_hpc_cpu *c;
+
+		if (cpu >= nr_cpus)
+			break;
+		ret = scx_bpf_create_dsq(cpu, -1);
+		if (ret) {
+			scx_bpf_put_cpumask(online);
+			scx_bpf_error("failed to create DSQ %d (%d)", cpu, ret);
+			return ret;
+		}
+		c = get_cpu(cpu);
+		if (c)
+			c->online = bpf_cpumask_test_cpu(cpu, online);
+	}
+	scx_bpf_put_cpumask(online);
+
+	timer = bpf_map_lookup_elem(&timers, &zero);
+	if (!timer)
+		return -ESRCH;
+	bpf_timer_init(timer, &timers, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(timer, period_timerfn);
+	return bpf_timer_start(timer, SCX_HPC_DEF_PERIOD_US * 1000ULL, 0);
+}
+
+void BPF_STRUCT_OPS(hpc_exit, struct scx_exit_info *ei)
+{
+	bpf_probe_read_kernel_str(uei.reason, sizeof(uei.reason), ei->reason);
+	bpf_probe_read_kernel_str(uei.msg, sizeof(uei.msg), ei->msg);
+	uei.exit_code = ei->exit_code;
+	__sync_val_compare_and_swap(&uei.kind, uei.kind, ei->kind);
+}
+
+SCX_OPS_DEFINE(hpc_ops,
+	       .select_cpu		= (void *)hpc_select_cpu,
+	       .enqueue			= (void *)hpc_enqueue,
+	       .dispatch		= (void *)hpc_dispatch,
+	       .runnable		= (void *)hpc_runnable,
+	       .running			= (void *)hpc_running,
+	       .stopping		= (void *)hpc_stopping,
+	       .quiescent		= (void *)hpc_quiescent,
+	       .tick			= (void *)hpc_tick,
+	       .init_task		= (void *)hpc_init_task,
+	       .enable			= (void *)hpc_enable,
+	       .disable			= (void *)hpc_disable,
+	       .cpu_online		= (void *)hpc_cpu_online,
+	       .cpu_offline		= (void *)hpc_cpu_offline,
+	       .init			= (void *)hpc_init,
+	       .exit			= (void *)hpc_exit,
+	       .flags			= SCX_OPS_SWITCH_PARTIAL |
+					  SCX_OPS_ENQ_LAST,
+	       .name			= "hpc");

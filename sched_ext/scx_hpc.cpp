@@ -1,0 +1,686 @@
+// SPDX-License-Identifier: GPL-2.0
+// scx_hpc: loader and monitor of the scx_hpc sched_ext scheduler.
+//
+//   scx_hpc [knobs] [--duration S] [--json]   load, print statistics every
+//                                            second, unload on SIGINT/SIGTERM
+//   scx_hpc --stats-once [--json]            statistics of the running instance
+//   scx_hpc --dump-tasks [--json]            per-task state of the running instance
+//   scx_hpc --set KEY=VALUE ...              change knobs of the running instance
+//   scx_hpc --prog-info [--json]             instruction counts of the loaded programs
+//
+// Knobs have the names and ranges of /sys/kernel/sched_hpc (see
+// Documentation/scheduler/sched-hpc-abi.txt); the policy core's are checked
+// with hpc_params_check() through tools/common/params_text. Invalid values:
+// exit status 2 and nothing is loaded or changed.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "params_text.hpp"
+
+extern "C" {
+#include "scx_hpc.h"
+}
+#include "scx_hpc.bpf.skel.h"
+
+namespace
+{
+
+constexpr const char *SCX_SYSFS = "/sys/kernel/sched_ext";
+constexpr int EXIT_USAGE = 2;
+const hpc_prio_range prio_range = {SCX_HPC_PRIO_MIN, SCX_HPC_PRIO_MAX};
+
+volatile sig_atomic_t exiting;
+
+std::error_code &ec_sink()
+{
+	static std::error_code ec;
+	return ec;
+}
+bool verbose;
+
+void on_signal(int) { exiting = 1; }
+
+int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level != LIBBPF_WARN && !verbose)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	std::string s = ss.str();
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+		s.pop_back();
+	return s;
+}
+
+bool parse_u32(std::string_view text, uint32_t &out)
+{
+	if (!text.empty() && text.back() == '\n')
+		text.remove_suffix(1);
+	if (text.empty())
+		return false;
+	auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 10);
+	return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// ------------------------------------------------------------ knobs
+
+// Apply KEY=VALUE (sysfs names) to @sp. Core knobs go through params_text;
+// timeslice_us, emul_period_us and queue are the scheduler's own.
+bool apply_knob(scx_hpc_params &sp, const std::string &key, const std::string &val,
+		std::string &err)
+{
+	if (key == "timeslice_us" || key == "emul_period_us") {
+		uint32_t v;
+		if (!parse_u32(val, v) || v < SCX_HPC_MIN_US || v > SCX_HPC_MAX_US) {
+			err = key + "=" + val + ": must be within " + std::to_string(SCX_HPC_MIN_US) +
+			      ".." + std::to_string(SCX_HPC_MAX_US);
+			return false;
+		}
+		(key == "timeslice_us" ? sp.slice_us : sp.period_us) = v;
+		return true;
+	}
+	if (key == "queue") {
+		if (val != "rr" && val != "fifo") {
+			err = "queue=" + val + ": must be rr or fifo";
+			return false;
+		}
+		sp.fifo = val == "fifo";
+		return true;
+	}
+	return hpc::apply_setting(sp.core, key + "=" + val, &prio_range, err);
+}
+
+void default_params(scx_hpc_params &sp)
+{
+	std::memset(&sp, 0, sizeof(sp));
+	hpc_params_default(&sp.core);
+	sp.slice_us = SCX_HPC_DEF_SLICE_US;
+	sp.period_us = SCX_HPC_DEF_PERIOD_US;
+	sp.fifo = 0;
+}
+
+// ------------------------------------------------------------ maps of a running instance
+
+struct Maps {
+	int params = -1, cpus = -1, tasks = -1;
+	~Maps()
+	{
+		for (int fd : {params, cpus, tasks})
+			if (fd >= 0)
+				close(fd);
+	}
+};
+
+// Find the maps of the loaded scx_hpc by name and value size (the newest
+// one if several). Returns false if scx_hpc is not loaded.
+bool find_maps(Maps &m)
+{
+	struct Want {
+		const char *name;
+		uint32_t vsize;
+		int *fd;
+		uint32_t id;
+	} want[] = {
+		{"params_map", sizeof(scx_hpc_params), &m.params, 0},
+		{"cpu_ctx", sizeof(scx_hpc_cpu), &m.cpus, 0},
+		{"task_info", sizeof(scx_hpc_task_info), &m.tasks, 0},
+	};
+	uint32_t id = 0;
+	while (!bpf_map_get_next_id(id, &id)) {
+		int fd = bpf_map_get_fd_by_id(id);
+		if (fd < 0)
+			continue;
+		bpf_map_info info{};
+		uint32_t len = sizeof(info);
+		bool kept = false;
+		if (!bpf_map_get_info_by_fd(fd, &info, &len)) {
+			for (auto &w : want) {
+				if (!strcmp(info.name, w.name) && info.value_size == w.vsize &&
+				    id > w.id) {
+					if (*w.fd >= 0)
+						close(*w.fd);
+					*w.fd = fd;
+					w.id = id;
+					kept = true;
+				}
+			}
+		}
+		if (!kept)
+			close(fd);
+	}
+	return m.params >= 0 && m.cpus >= 0 && m.tasks >= 0;
+}
+
+// ------------------------------------------------------------ statistics
+
+struct Stats {
+	std::vector<scx_hpc_cpu> cpus;
+	scx_hpc_params params{};
+	uint64_t nr_tasks = 0, nr_live = 0;
+};
+
+Stats read_stats(int params_fd, int cpus_fd, int tasks_fd, unsigned ncpus)
+{
+	Stats s;
+	uint32_t zero = 0;
+	bpf_map_lookup_elem(params_fd, &zero, &s.params);
+	for (uint32_t c = 0; c < ncpus && c < SCX_HPC_MAX_CPUS; c++) {
+		scx_hpc_cpu v{};
+		if (bpf_map_lookup_elem(cpus_fd, &c, &v))
+			break;
+		s.cpus.push_back(v);
+	}
+	uint32_t key, next;
+	uint32_t *prev = nullptr;
+	while (!bpf_map_get_next_key(tasks_fd, prev, &next)) {
+		scx_hpc_task_info ti{};
+		if (!bpf_map_lookup_elem(tasks_fd, &next, &ti)) {
+			s.nr_tasks++;
+			s.nr_live += !ti.exited;
+		}
+		key = next;
+		prev = &key;
+	}
+	return s;
+}
+
+std::vector<scx_hpc_task_info> read_tasks(int tasks_fd)
+{
+	std::vector<scx_hpc_task_info> v;
+	uint32_t key, next;
+	uint32_t *prev = nullptr;
+	while (!bpf_map_get_next_key(tasks_fd, prev, &next)) {
+		scx_hpc_task_info ti{};
+		if (!bpf_map_lookup_elem(tasks_fd, &next, &ti))
+			v.push_back(ti);
+		key = next;
+		prev = &key;
+	}
+	std::sort(v.begin(), v.end(), [](auto &a, auto &b) { return a.pid < b.pid; });
+	return v;
+}
+
+std::string json_str(const char *s, size_t max)
+{
+	std::string o = "\"";
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = s[i];
+		if (c == '"' || c == '\\')
+			o += '\\', o += c;
+		else if (c < 0x20)
+			o += ' ';
+		else
+			o += c;
+	}
+	return o + "\"";
+}
+
+void print_stats(const Stats &s, bool json)
+{
+	uint64_t nr_running = 0, nr_iter = 0, nr_sib = 0, nr_thr = 0, thr_ns = 0, nr_steal = 0,
+		 nr_direct = 0, nr_kick = 0;
+	for (auto &c : s.cpus) {
+		nr_running += c.nr_running;
+		nr_iter += c.nr_iter;
+		nr_sib += c.nr_sib_closed;
+		nr_thr += c.nr_throttle;
+		thr_ns += c.throttled_ns;
+		nr_steal += c.nr_steal;
+		nr_direct += c.nr_direct;
+		nr_kick += c.nr_kick;
+	}
+	std::string state = read_file(std::string(SCX_SYSFS) + "/state");
+	if (json) {
+		std::printf("{\"state\":\"%s\",\"ops\":\"%s\",\"tasks\":%llu,\"live_tasks\":%llu,"
+			    "\"running\":%llu,\"iterations\":%llu,\"sibling_closed\":%llu,"
+			    "\"throttles\":%llu,\"throttled_ns\":%llu,\"steals\":%llu,"
+			    "\"direct\":%llu,\"kicks\":%llu,"
+			    "\"params\":{\"low_util\":%u,\"high_util\":%u,\"min_prio\":%u,"
+			    "\"max_prio\":%u,\"global_weight\":%u,\"last_weight\":%u,"
+			    "\"heuristic\":\"%s\",\"min_wait_us\":%u,\"timeslice_us\":%u,"
+			    "\"emul_period_us\":%u,\"queue\":\"%s\"},\"cpus\":[",
+			    state.c_str(), read_file(std::string(SCX_SYSFS) + "/root/ops").c_str(),
+			    (unsigned long long)s.nr_tasks, (unsigned long long)s.nr_live,
+			    (unsigned long long)nr_running, (unsigned long long)nr_iter,
+			    (unsigned long long)nr_sib, (unsigned long long)nr_thr,
+			    (unsigned long long)thr_ns, (unsigned long long)nr_steal,
+			    (unsigned long long)nr_direct, (unsigned long long)nr_kick,
+			    s.params.core.low_util, s.params.core.high_util, s.params.core.min_prio,
+			    s.params.core.max_prio, s.params.core.global_weight,
+			    s.params.core.last_weight,
+			    s.params.core.heuristic < HPC_HEUR_NR
+				    ? hpc_heuristic_names[s.params.core.heuristic]
+				    : "?",
+			    s.params.core.min_wait_us, s.params.slice_us, s.params.period_us,
+			    s.params.fifo ? "fifo" : "rr");
+		for (size_t i = 0; i < s.cpus.size(); i++) {
+			auto &c = s.cpus[i];
+			std::printf("%s{\"cpu\":%zu,\"online\":%u,\"running\":%u,\"throttled\":%u,"
+				    "\"prio\":%u,\"pid\":%u,\"throttles\":%llu,\"throttled_ns\":%llu,"
+				    "\"steals\":%llu,\"run_ns\":%llu}",
+				    i ? "," : "", i, c.online, c.running, c.throttled, c.cur_prio,
+				    c.cur_pid, (unsigned long long)c.nr_throttle,
+				    (unsigned long long)c.throttled_ns, (unsigned long long)c.nr_steal,
+				    (unsigned long long)c.run_ns);
+		}
+		std::printf("]}\n");
+	} else {
+		std::printf("scx_hpc: state=%s tasks=%llu/%llu iter=%llu sib_closed=%llu "
+			    "throttles=%llu throttled=%.1fms steals=%llu direct=%llu kicks=%llu\n",
+			    state.c_str(), (unsigned long long)s.nr_live,
+			    (unsigned long long)s.nr_tasks, (unsigned long long)nr_iter,
+			    (unsigned long long)nr_sib, (unsigned long long)nr_thr, thr_ns / 1e6,
+			    (unsigned long long)nr_steal, (unsigned long long)nr_direct,
+			    (unsigned long long)nr_kick);
+		for (size_t i = 0; i < s.cpus.size(); i++) {
+			auto &c = s.cpus[i];
+			std::printf("  cpu%-2zu %s%s prio=%u pid=%u run=%.1fms throttles=%llu "
+				    "throttled=%.1fms steals=%llu\n",
+				    i, c.online ? "on " : "off", c.throttled ? " THR" : "    ",
+				    c.cur_prio, c.cur_pid, c.run_ns / 1e6,
+				    (unsigned long long)c.nr_throttle, c.throttled_ns / 1e6,
+				    (unsigned long long)c.nr_steal);
+		}
+	}
+	std::fflush(stdout);
+}
+
+void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
+{
+	if (json) {
+		std::printf("[");
+		for (size_t i = 0; i < tasks.size(); i++) {
+			auto &t = tasks[i];
+			std::printf("%s{\"pid\":%u,\"tgid\":%u,\"comm\":%s,\"cpu\":%u,\"prio\":%u,"
+				    "\"prev_prio\":%u,\"iterations\":%llu,\"last_util\":%u,"
+				    "\"global_util\":%u,\"heur_util\":%u,\"last_run_ns\":%llu,"
+				    "\"last_wait_ns\":%llu,\"throttled_ns\":%llu,\"run_ns\":%llu,"
+				    "\"exited\":%u}",
+				    i ? ",\n " : "", t.pid, t.tgid, json_str(t.comm, 16).c_str(), t.cpu,
+				    t.prio, t.prev_prio, (unsigned long long)t.nr_iter, t.last_util,
+				    t.global_util, t.heur_util, (unsigned long long)t.last_run_ns,
+				    (unsigned long long)t.last_wait_ns,
+				    (unsigned long long)t.throttled_ns, (unsigned long long)t.run_ns,
+				    t.exited);
+		}
+		std::printf("]\n");
+	} else {
+		std::printf("%7s %7s %-16s %3s %4s %5s %6s %7s %7s %7s %11s %9s %s\n", "pid", "tgid",
+			    "comm", "cpu", "prio", "prev", "iter", "U_last", "U_glob", "U_heur",
+			    "throttledms", "run_ms", "state");
+		for (auto &t : tasks)
+			std::printf("%7u %7u %-16.16s %3u %4u %5u %6llu %6.2f%% %6.2f%% %6.2f%% "
+				    "%11.1f %9.1f %s\n",
+				    t.pid, t.tgid, t.comm, t.cpu, t.prio, t.prev_prio,
+				    (unsigned long long)t.nr_iter, t.last_util / 100.0,
+				    t.global_util / 100.0, t.heur_util / 100.0, t.throttled_ns / 1e6,
+				    t.run_ns / 1e6, t.exited ? "exited" : "live");
+	}
+	std::fflush(stdout);
+}
+
+// Instruction counts of the loaded scx_hpc programs (struct_ops "hpc_*").
+int prog_info(bool json)
+{
+	uint32_t id = 0;
+	int n = 0;
+	uint64_t total_x = 0, total_v = 0;
+	if (json)
+		std::printf("[");
+	while (!bpf_prog_get_next_id(id, &id)) {
+		int fd = bpf_prog_get_fd_by_id(id);
+		if (fd < 0)
+			continue;
+		bpf_prog_info info{};
+		uint32_t len = sizeof(info);
+		if (!bpf_prog_get_info_by_fd(fd, &info, &len) &&
+		    info.type == BPF_PROG_TYPE_STRUCT_OPS && !strncmp(info.name, "hpc_", 4)) {
+			unsigned xl = info.xlated_prog_len / 8;
+			// run_cnt/run_time_ns count only while kernel.bpf_stats_enabled=1
+			unsigned long long cnt = info.run_cnt, ns = info.run_time_ns;
+			if (json)
+				std::printf("%s{\"id\":%u,\"name\":\"%s\",\"xlated_insns\":%u,"
+					    "\"jited_bytes\":%u,\"verified_insns\":%u,"
+					    "\"run_cnt\":%llu,\"run_time_ns\":%llu}",
+					    n ? ",\n " : "", id, info.name, xl, info.jited_prog_len,
+					    info.verified_insns, cnt, ns);
+			else
+				std::printf("%-20s id %-5u xlated %5u insns  jited %6u bytes  "
+					    "verified %7u insns  runs %9llu  avg %6llu ns\n",
+					    info.name, id, xl, info.jited_prog_len, info.verified_insns,
+					    cnt, cnt ? ns / cnt : 0ULL);
+			total_x += xl;
+			total_v += info.verified_insns;
+			n++;
+		}
+		close(fd);
+	}
+	if (json)
+		std::printf("]\n");
+	else if (n)
+		std::printf("%-20s %d programs, xlated %llu insns, verified %llu insns\n", "total",
+			    n, (unsigned long long)total_x, (unsigned long long)total_v);
+	if (!n) {
+		std::fprintf(stderr, "scx_hpc: no scx_hpc program is loaded\n");
+		return 1;
+	}
+	return 0;
+}
+
+// Switch a thread to SCHED_EXT (it then runs under scx_hpc; children it
+// forks afterwards inherit the policy).
+bool take_tid(long tid)
+{
+	sched_param sp{};
+	sp.sched_priority = 0;
+	return !sched_setscheduler(static_cast<pid_t>(tid), 7 /* SCHED_EXT */, &sp);
+}
+
+// Every thread of @pid and of its descendants (/proc/PID/task/TID/children).
+void take_tree(long pid, int &taken, int &failed, int depth = 0)
+{
+	if (depth > 64)
+		return;
+	std::string dir = "/proc/" + std::to_string(pid) + "/task";
+	for (const auto &e : std::filesystem::directory_iterator(dir, std::filesystem::directory_options::skip_permission_denied, ec_sink())) {
+		long tid = std::strtol(e.path().filename().c_str(), nullptr, 10);
+		if (tid <= 0)
+			continue;
+		(take_tid(tid) ? taken : failed)++;
+		std::ifstream ch(e.path() / "children");
+		long kid;
+		while (ch >> kid)
+			take_tree(kid, taken, failed, depth + 1);
+	}
+}
+
+// The kernel side can run a sched_ext scheduler now? Message and false if not.
+bool check_kernel()
+{
+	if (access(SCX_SYSFS, F_OK)) {
+		std::fprintf(stderr,
+			     "scx_hpc: this kernel has no sched_ext (%s missing): it needs Linux "
+			     "6.12+ built with CONFIG_SCHED_CLASS_EXT=y and CONFIG_DEBUG_INFO_BTF=y\n",
+			     SCX_SYSFS);
+		return false;
+	}
+	std::string state = read_file(std::string(SCX_SYSFS) + "/state");
+	if (state != "disabled") {
+		std::fprintf(stderr,
+			     "scx_hpc: a sched_ext scheduler is already active (state %s, ops %s)\n",
+			     state.c_str(), read_file(std::string(SCX_SYSFS) + "/root/ops").c_str());
+		return false;
+	}
+	return true;
+}
+
+int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
+	const std::vector<long> &take_pids, const std::vector<std::string> &take_cgroups)
+{
+	if (!check_kernel())
+		return 1;
+
+	int ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		std::fprintf(stderr, "scx_hpc: cannot count the possible CPUs\n");
+		return 1;
+	}
+	if (ncpus > SCX_HPC_MAX_CPUS) {
+		std::fprintf(stderr, "scx_hpc: %d possible CPUs, at most %d supported\n", ncpus,
+			     SCX_HPC_MAX_CPUS);
+		return 1;
+	}
+
+	scx_hpc *skel = scx_hpc__open();
+	if (!skel) {
+		std::fprintf(stderr, "scx_hpc: cannot open the BPF object: %s\n", strerror(errno));
+		return 1;
+	}
+	skel->rodata->nr_cpus = ncpus;
+	std::string seq = read_file(std::string(SCX_SYSFS) + "/hotplug_seq");
+	uint32_t hs = 0;
+	if (!seq.empty() && parse_u32(seq, hs))
+		skel->struct_ops.hpc_ops->hotplug_seq = hs;
+	bpf_map__set_autoattach(skel->maps.hpc_ops, false);
+
+	if (int err = scx_hpc__load(skel)) {
+		std::fprintf(stderr,
+			     "scx_hpc: the kernel rejected the BPF scheduler (%s); the verifier "
+			     "log, if any, is above\n",
+			     strerror(-err));
+		scx_hpc__destroy(skel);
+		return 1;
+	}
+	uint32_t zero = 0;
+	if (bpf_map__update_elem(skel->maps.params_map, &zero, sizeof(zero), &sp, sizeof(sp),
+				 BPF_ANY)) {
+		std::fprintf(stderr, "scx_hpc: cannot write the parameters: %s\n", strerror(errno));
+		scx_hpc__destroy(skel);
+		return 1;
+	}
+	bpf_link *link = bpf_map__attach_struct_ops(skel->maps.hpc_ops);
+	if (!link) {
+		std::fprintf(stderr, "scx_hpc: cannot enable the scheduler: %s\n", strerror(errno));
+		scx_hpc__destroy(skel);
+		return 1;
+	}
+	if (!quiet)
+		std::printf("scx_hpc: enabled on %d CPUs (partial: SCHED_EXT tasks only)\n", ncpus);
+	int taken = 0, failed = 0;
+	for (long pid : take_pids)
+		take_tree(pid, taken, failed);
+	for (auto &cg : take_cgroups) {
+		std::ifstream f(cg + "/cgroup.threads");
+		if (!f)
+			std::fprintf(stderr, "scx_hpc: cannot read %s/cgroup.threads\n", cg.c_str());
+		long tid;
+		while (f >> tid)
+			(take_tid(tid) ? taken : failed)++;
+	}
+	if (!take_pids.empty() || !take_cgroups.empty())
+		std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed)\n", taken, failed);
+	std::fflush(stdout);
+
+	int pfd = bpf_map__fd(skel->maps.params_map);
+	int cfd = bpf_map__fd(skel->maps.cpu_ctx);
+	int tfd = bpf_map__fd(skel->maps.task_info);
+	auto t0 = std::chrono::steady_clock::now();
+	while (!exiting &&
+	       !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
+		for (int i = 0; i < 10 && !exiting; i++)
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		if (!quiet)
+			print_stats(read_stats(pfd, cfd, tfd, ncpus), json);
+		if (duration > 0 &&
+		    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
+			    duration)
+			break;
+	}
+	bpf_link__destroy(link);
+	const scx_hpc_exit &ue = skel->data->uei;
+	int rc = 0;
+	if (ue.kind) {
+		std::fprintf(stderr, "scx_hpc: EXIT: %s", ue.reason);
+		if (ue.msg[0])
+			std::fprintf(stderr, " (%s)", ue.msg);
+		std::fprintf(stderr, " [kind %d, code %lld]\n", ue.kind, (long long)ue.exit_code);
+		/* SCX_EXIT_ERROR and above: the scheduler was kicked out */
+		rc = ue.kind >= 1024 ? 1 : 0;
+	}
+	scx_hpc__destroy(skel);
+	return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	CLI::App app{"scx_hpc: the SCHED_HPC policy as a sched_ext scheduler (partial mode: "
+		     "tasks with policy SCHED_EXT = 7)"};
+	app.set_help_flag("-h,--help", "show this help");
+
+	std::map<std::string, std::string> knobs; // sysfs name -> value text
+	auto knob = [&](const char *flag, const char *name, const char *help) {
+		app.add_option_function<std::string>(
+			   flag, [&knobs, name](const std::string &v) { knobs[name] = v; }, help)
+			->type_name(name[0] == 'h' && name[1] == 'e' ? "NAME" : "N");
+	};
+	knob("--low-util", "low_util", "percent below which a task is low (default 65)");
+	knob("--high-util", "high_util", "percent above which a task is high (default 85)");
+	knob("--min-prio", "min_prio", "lowest priority the heuristic gives (default 4, range 1..6)");
+	knob("--max-prio", "max_prio", "highest priority the heuristic gives (default 6, range 1..6)");
+	knob("--global-weight", "global_weight", "Adaptive's G, percent (G + L = 100)");
+	knob("--last-weight", "last_weight", "Adaptive's L, percent (G + L = 100)");
+	knob("--heuristic", "heuristic", "uniform or adaptive (default uniform)");
+	knob("--min-wait-us", "min_wait_us", "shorter waits do not close an iteration (default 100)");
+	knob("--slice-us", "timeslice_us", "RR time slice, 1000..1000000 (default 100000)");
+	knob("--period-us", "emul_period_us",
+	     "bandwidth period of the SMT emulation, 1000..1000000 (default 10000)");
+	bool fifo = false, json = false, stats_once = false, dump = false, pinfo = false;
+	bool quiet = false;
+	double duration = 0;
+	std::vector<std::string> sets;
+	app.add_flag("--fifo", fifo, "FIFO queues (run until sleep) instead of RR");
+	app.add_flag("--json", json, "JSON output");
+	app.add_flag("--stats-once", stats_once, "print the running instance's statistics once");
+	app.add_flag("--dump-tasks", dump, "print the running instance's per-task state");
+	app.add_flag("--prog-info", pinfo, "print the loaded programs' instruction counts");
+	app.add_option("--set", sets, "KEY=VALUE (sysfs names): change the running instance")
+		->type_name("KEY=VALUE");
+	app.add_option("--duration", duration, "unload after this many seconds (0: never)")
+		->check(CLI::NonNegativeNumber);
+	std::vector<long> take_pids;
+	std::vector<std::string> take_cgroups;
+	app.add_option("--take-pid", take_pids,
+		       "after loading, switch this process tree's threads to SCHED_EXT")
+		->type_name("PID");
+	app.add_option("--take-cgroup", take_cgroups,
+		       "after loading, switch the threads of this cgroup (v2 directory) to SCHED_EXT")
+		->type_name("DIR");
+	app.add_flag("-q,--quiet", quiet, "no periodic statistics");
+	app.add_flag("-v,--verbose", verbose, "libbpf debug output");
+
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::ParseError &e) {
+		int rc = app.exit(e);
+		return rc ? EXIT_USAGE : 0;
+	}
+	libbpf_set_print(libbpf_print);
+
+	// Validate every knob before touching the kernel. Values are applied all
+	// together (so --low-util 90 --high-util 95 works whatever the order),
+	// then the whole set is checked.
+	scx_hpc_params sp;
+	default_params(sp);
+	if (fifo)
+		knobs["queue"] = "fifo";
+	std::string err;
+	for (auto &[k, v] : knobs) {
+		int id = hpc_param_lookup(k.c_str());
+		if (id < 0) {
+			if (!apply_knob(sp, k, v, err)) {
+				std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
+				return EXIT_USAGE;
+			}
+			continue;
+		}
+		uint32_t val;
+		if (!hpc::parse_param_value(id, v, val)) {
+			std::fprintf(stderr, "scx_hpc: invalid value: %s: '%s' is not a valid value%s\n",
+				     k.c_str(), v.c_str(),
+				     id == HPC_P_HEURISTIC ? " (uniform or adaptive)" : " (a whole number)");
+			return EXIT_USAGE;
+		}
+		hpc_param_put(&sp.core, id, val);
+	}
+	// Both weights given: take them as they are (the sum is then checked).
+	if (knobs.count("global_weight") && knobs.count("last_weight")) {
+		uint32_t g = 0, l = 0;
+		hpc::parse_param_value(HPC_P_GLOBAL_WEIGHT, knobs["global_weight"], g);
+		hpc::parse_param_value(HPC_P_LAST_WEIGHT, knobs["last_weight"], l);
+		sp.core.global_weight = g;
+		sp.core.last_weight = l;
+	}
+	if (int e = hpc_params_check(&sp.core, &prio_range)) {
+		std::fprintf(stderr, "scx_hpc: invalid parameters: %s\n", hpc_param_err_str(e));
+		return EXIT_USAGE;
+	}
+
+	if (pinfo)
+		return prog_info(json);
+
+	if (stats_once || dump || !sets.empty()) {
+		Maps m;
+		if (!find_maps(m)) {
+			std::fprintf(stderr, "scx_hpc: scx_hpc is not loaded%s\n",
+				     geteuid() ? " (or not visible: run as root)" : "");
+			return 1;
+		}
+		if (!sets.empty()) {
+			uint32_t zero = 0;
+			scx_hpc_params cur;
+			if (bpf_map_lookup_elem(m.params, &zero, &cur)) {
+				std::perror("scx_hpc: reading the parameters");
+				return 1;
+			}
+			scx_hpc_params next = cur;
+			for (auto &s : sets) {
+				auto eq = s.find('=');
+				if (eq == std::string::npos) {
+					std::fprintf(stderr, "scx_hpc: --set %s: expected KEY=VALUE\n",
+						     s.c_str());
+					return EXIT_USAGE;
+				}
+				if (!apply_knob(next, s.substr(0, eq), s.substr(eq + 1), err)) {
+					std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
+					return EXIT_USAGE;
+				}
+			}
+			next.gen = cur.gen + 1;
+			if (bpf_map_update_elem(m.params, &zero, &next, BPF_ANY)) {
+				std::perror("scx_hpc: writing the parameters");
+				return 1;
+			}
+		}
+		if (stats_once)
+			print_stats(read_stats(m.params, m.cpus, m.tasks,
+					       std::max(1, libbpf_num_possible_cpus())),
+				    json);
+		if (dump)
+			print_tasks(read_tasks(m.tasks), json);
+		return 0;
+	}
+
+	std::signal(SIGINT, on_signal);
+	std::signal(SIGTERM, on_signal);
+	return run(sp, duration, json, quiet, take_pids, take_cgroups);
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_hpc: types shared by the BPF scheduler (scx_hpc.bpf.c) and its loader
+ * (scx_hpc.cpp). The BPF side includes this after vmlinux.h and the policy
+ * core; user space after <linux/types.h> (through hpc_types.h).
+ */
+#ifndef SCX_HPC_H
+#define SCX_HPC_H
+
+#include "hpc_policy.h"
+
+#define SCX_HPC_MAX_CPUS	64	/* per-CPU maps and loops are bounded by it */
+#define SCX_HPC_MAX_TASKS	8192	/* entries of the task_info map (LRU) */
+
+/* The priorities the SMT bandwidth emulation can apply (as the kernel's
+ * x86-smt-emul backend: 0 = off and 7 = single-thread are outside). */
+#define SCX_HPC_PRIO_MIN	1
+#define SCX_HPC_PRIO_MAX	6
+
+/* Scheduler knobs beyond the policy core's (same ranges as sysfs). */
+#define SCX_HPC_DEF_SLICE_US	100000
+#define SCX_HPC_DEF_PERIOD_US	10000
+#define SCX_HPC_MIN_US		1000
+#define SCX_HPC_MAX_US		1000000
+
+/* The one element of the params map. The loader validates it (the core's
+ * hpc_params_check() plus the ranges above) before every write. */
+struct scx_hpc_params {
+	struct hpc_params core;
+	u32 slice_us;		/* RR time slice */
+	u32 period_us;		/* bandwidth period of the SMT emulation */
+	u32 fifo;		/* 1: FIFO (run until sleep), 0: RR */
+	u32 gen;		/* bumped by every writer */
+};
+
+/* Per-CPU scheduler state (array map indexed by CPU; the loader sums the
+ * counters for its statistics). Written under the CPU's rq lock, except the
+ * counters marked (atomic); read racily by the sibling, the timer and user
+ * space, which only need a recent value. */
+struct scx_hpc_cpu {
+	u64 period_idx;		/* bandwidth period the budget belongs to */
+	u64 consumed_ns;	/* HPC run time charged in this period */
+	u64 run_start;		/* when the running HPC task was last charged */
+	u64 throttle_start;	/* when the CPU got throttled */
+	u64 budget_ns;		/* budget last computed for this period */
+	u32 running;		/* an HPC task runs here */
+	u32 throttled;		/* budget exhausted: no HPC dispatch this period */
+	u32 cur_prio;		/* priority of the HPC task that runs/ran here */
+	u32 cur_pid;
+	u32 online;
+	u32 pad;
+	/* counters */
+	u64 nr_running;		/* ops.running calls */
+	u64 nr_iter;		/* iterations closed on wake-up */
+	u64 nr_sib_closed;	/* iterations closed by hpc_task_sibling_closed */
+	u64 nr_throttle;	/* times the CPU ran out of budget */
+	u64 throttled_ns;	/* time spent throttled with HPC work pending */
+	u64 nr_steal;		/* tasks pulled from another CPU's queue */
+	u64 nr_direct;		/* ENQ_LAST tasks kept running */
+	u64 nr_kick;		/* period-timer kicks */
+	u64 run_ns;		/* HPC task run time on this CPU */
+};
+
+/* What the loader shows of each task (LRU hash keyed by pid). Updated when
+ * the task joins, when one of its iterations closes and when it leaves. */
+struct scx_hpc_task_info {
+	u32 pid;
+	u32 tgid;
+	char comm[16];
+	u32 prio;		/* priority for the next compute phase */
+	u32 prev_prio;
+	u32 last_util;		/* 0.01 % units */
+	u32 global_util;
+	u32 heur_util;
+	u32 cpu;		/* CPU of the last update */
+	u32 exited;		/* the task left sched_ext (exit or policy change) */
+	u32 pad;
+	u64 nr_iter;
+	u64 last_run_ns;
+	u64 last_wait_ns;
+	u64 throttled_ns;	/* runnable but held back by the emulation */
+	u64 run_ns;		/* total run time under scx_hpc */
+};
+
+/* Exit information recorded by ops.exit (the UEI of the scx examples). */
+struct scx_hpc_exit {
+	s32 kind;
+	s32 pad;
+	s64 exit_code;
+	char reason[128];
+	char msg[1024];
+};
+
+#endif /* SCX_HPC_H */

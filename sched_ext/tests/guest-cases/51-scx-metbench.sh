@@ -1,0 +1,39 @@
+#!/bin/sh
+# MetBench-shaped run under scx_hpc: heavy (4x load) pinned to CPU 0, light
+# pinned to CPU 1 (one emulated SMT core), SCHED_EXT, process-shared
+# barrier. The policy core must raise the heavy worker to 5..6 and keep the
+# light one at 4; the SMT bandwidth emulation must hold tasks back.
+# guest-timeout: 120
+[ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx metbench: no scx image (make scx-guest-initrd)"; exit 1; }
+. /usr/local/share/scx_hpc/lib.sh
+need_scx "scx metbench"
+if [ "$(nproc)" -lt 2 ]; then ok "scx metbench # SKIP needs 2 CPUs"; exit 0; fi
+
+start_hpc || { nok "scx_hpc enabled"; exit 1; }
+# per-event cost of the BPF programs (TCG: inflated, relative only)
+echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
+/usr/local/bin/scx_metbench -i 40 -H 40 -L 10 > /tmp/mb 2>&1
+rc=$?
+sed 's/^/# metbench: /' /tmp/mb
+check "metbench ran (status 0)" test $rc = 0
+heavy=$(sed -n 's/^heavy_pid=//p' /tmp/mb)
+light=$(sed -n 's/^light_pid=//p' /tmp/mb)
+$SCX_HPC --dump-tasks | sed 's/^/# /'
+hp=$(task_field "$heavy" prio); lp=$(task_field "$light" prio)
+hi=$(task_field "$heavy" iterations); li=$(task_field "$light" iterations)
+ht=$(task_field "$heavy" throttled_ns); lt=$(task_field "$light" throttled_ns)
+diag "heavy pid $heavy prio $hp iter $hi throttled_ns $ht; light pid $light prio $lp iter $li throttled_ns $lt"
+check "heavy closes iterations ($hi)" test "${hi:-0}" -ge 20
+check "light closes iterations ($li)" test "${li:-0}" -ge 20
+check "heavy raised to 5..6 (prio $hp)" test "${hp:-0}" -ge 5 -a "${hp:-0}" -le 6
+check "light kept at 4 (prio $lp)" test "${lp:-0}" = 4
+check "bandwidth emulation held tasks back (throttled $ht + $lt ns)" test $(( ${ht:-0} + ${lt:-0} )) -gt 0
+$SCX_HPC --stats-once --json > /tmp/st
+thr=$(json_field throttles < /tmp/st)
+check "CPUs got throttled ($thr times)" test "${thr:-0}" -gt 0
+$SCX_HPC --prog-info | sed 's/^/# cost: /'
+echo 0 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
+stop_hpc
+check "clean unload" test $? = 0
+check "sched_ext disabled after" wait_state disabled
+exit $fail

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Task-count balancing of scx_hpc: 4 unpinned SCHED_EXT spinners (forked
+# from one parent) must run on both CPUs, about evenly (select_cpu places them on the
+# least loaded CPU, dispatch pulls from the busiest queue).
+# guest-timeout: 60
+[ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx balance: no scx image (make scx-guest-initrd)"; exit 1; }
+. /usr/local/share/scx_hpc/lib.sh
+need_scx "scx balance"
+if [ "$(nproc)" -lt 2 ]; then ok "scx balance # SKIP needs 2 CPUs"; exit 0; fi
+
+start_hpc || { nok "scx_hpc enabled"; exit 1; }
+/usr/local/bin/scx_stress -s -t 4 -n 4 > /tmp/bal 2>&1
+sed 's/^/# /' /tmp/bal
+used=$(sed -n 's/^cpus_used=//p' /tmp/bal)
+diag "spinners used $used CPUs (the SMT emulation holds each CPU of a busy pair back)"
+# HPC run time per CPU: both CPUs of the pair must have run the spinners
+$SCX_HPC --stats-once --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
+r0=$(sed -n 1p /tmp/cpus | json_field run_ns); r1=$(sed -n 2p /tmp/cpus | json_field run_ns)
+diag "HPC run time: cpu0 ${r0}ns cpu1 ${r1}ns"
+check "both CPUs ran the spinners (cpu0 $r0, cpu1 $r1 ns)" test "${r0:-0}" -gt 0 -a "${r1:-0}" -gt 0
+check "balanced within 2x (cpu0 $r0, cpu1 $r1 ns)" awk -v a="${r0:-0}" -v b="${r1:-0}" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b && b <= 2 * a) }'
+$SCX_HPC --stats-once | sed 's/^/# /'
+stop_hpc
+check "clean unload" test $? = 0
+exit $fail
