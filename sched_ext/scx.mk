@@ -64,6 +64,9 @@ $(SCX_INC)/vmlinux.h: $(SCX_VMLINUX) | $(SCX_BPFTOOL)
 	@mkdir -p $(SCX_INC)
 	@test -r $(SCX_VMLINUX) || { echo "scx: $(SCX_VMLINUX) not found (make kernel)"; exit 1; }
 	$(SCX_BPFTOOL) btf dump file $(SCX_VMLINUX) format c > $@.tmp
+	@# A kernel with the SCHED_HPC class carries the policy core's types in its
+	@# BTF; scx_hpc compiles the core itself, so the kernel's copies are renamed.
+	@sed -i -E 's/\b(hpc_(heuristic|params|prio_range|param_err|param_id|class|task|smt_knot))\b/__kernel_\1/g; s/\b(HPC_(HEUR|PARAM|P|CLASS)_[A-Z0-9_]+)\b/__KERNEL_\1/g' $@.tmp
 	@grep -q 'struct sched_ext_ops {' $@.tmp || \
 		{ echo "scx: $(SCX_VMLINUX) has no sched_ext (CONFIG_SCHED_CLASS_EXT)"; rm -f $@.tmp; exit 1; }
 	@mv $@.tmp $@
