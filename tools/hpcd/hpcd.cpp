@@ -128,6 +128,7 @@ private:
 	std::map<int, uint32_t> applied_w_;
 	std::map<int, int> applied_cpu_;
 	uint32_t group_w_ = 0;
+	Topology topo_;
 	ControlHooks hooks_;
 	bool running_ = true, had_task_ = false;
 	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
@@ -402,6 +403,12 @@ json Daemon::status()
 		    {"emul_period_us", e.s.period_us},
 		    {"sample_ms", o_.sample_ms},
 		    {"cpus", e.cpus},
+		    {"topology",
+		     {{"cpus", topo_.cpus.size()},
+		      {"cores", topo_.cores},
+		      {"packages", topo_.packages},
+		      {"numa_nodes", topo_.numa_nodes},
+		      {"smt", topo_.smt()}}},
 		    {"dilation", e.dilation()},
 		    {"tasks", e.tasks.size()},
 		    {"control", o_.control},
@@ -540,7 +547,14 @@ int Daemon::run()
 			}
 		cpus = *c;
 	}
-	e.cpus = smt_order(cpus);
+	// Real SMT siblings (hwloc) form the pairs; without SMT consecutive CPUs
+	// emulate a core.
+	std::string terr;
+	if (auto t = load_topology(terr))
+		topo_ = *t;
+	else
+		log(terr + ": no SMT information, consecutive CPUs are paired");
+	e.cpus = smt_order(cpus, topo_);
 	if (o_.prios.size() > o_.pids.size()) {
 		log("--prio: more priorities than --pid");
 		return 2;
@@ -610,11 +624,14 @@ int Daemon::run()
 				e.find(pid)->static_prio = o_.prios[i];
 		}
 		apply();
-		log(fmt::format("ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {}",
-				o_.control, o_.monitor,
-				cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
-				cg_.instance_dir(), e.s.mode == Mode::Quota ? "quota" : "weight",
-				format_cpulist(e.cpus)));
+		log(fmt::format(
+			"ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {} "
+			"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
+			"node(s))",
+			o_.control, o_.monitor, cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
+			cg_.instance_dir(), e.s.mode == Mode::Quota ? "quota" : "weight",
+			format_cpulist(e.cpus), topo_.packages, topo_.cores, topo_.cpus.size(),
+			topo_.smt() ? "SMT" : "no SMT", topo_.numa_nodes.size()));
 
 		while (running_) {
 			std::vector<pollfd> fds{{sig_, POLLIN, 0},

@@ -4,10 +4,15 @@
 #include "procstat.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <dirent.h>
+#include <memory>
 #include <sched.h>
 #include <time.h>
+
+#include <hwloc.h>
 
 namespace hpcd
 {
@@ -60,19 +65,91 @@ std::vector<int> allowed_cpus()
 	return get_affinity(0);
 }
 
-std::vector<int> smt_order(const std::vector<int> &cpus, const std::string &sysfs)
+const CpuPlace *Topology::find(int cpu) const
+{
+	for (const auto &c : cpus)
+		if (c.cpu == cpu)
+			return &c;
+	return nullptr;
+}
+
+std::vector<int> Topology::siblings(int cpu) const
+{
+	std::vector<int> out;
+	const CpuPlace *me = find(cpu);
+	if (!me || me->core < 0)
+		return me ? std::vector<int>{cpu} : out;
+	for (const auto &c : cpus)
+		if (c.core == me->core)
+			out.push_back(c.cpu);
+	return out;
+}
+
+bool Topology::smt() const
+{
+	for (const auto &c : cpus)
+		if (siblings(c.cpu).size() > 1)
+			return true;
+	return false;
+}
+
+std::optional<Topology> load_topology(std::string &err, const std::string &synthetic)
+{
+	hwloc_topology_t t;
+	if (hwloc_topology_init(&t) < 0) {
+		err = "hwloc: cannot initialise a topology";
+		return std::nullopt;
+	}
+	std::unique_ptr<hwloc_topology, void (*)(hwloc_topology_t)> guard(t,
+									  hwloc_topology_destroy);
+	if (!synthetic.empty() && hwloc_topology_set_synthetic(t, synthetic.c_str()) < 0) {
+		err = "hwloc: invalid synthetic topology '" + synthetic + "'";
+		return std::nullopt;
+	}
+	if (hwloc_topology_load(t) < 0) {
+		err = std::string("hwloc: cannot load the topology: ") + std::strerror(errno);
+		return std::nullopt;
+	}
+	Topology topo;
+	topo.cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+	topo.packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+	const int nnuma = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+	for (int i = 0; i < nnuma; i++)
+		topo.numa_nodes.push_back(static_cast<int>(
+			hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i))
+				->os_index));
+	const int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+	for (int i = 0; i < npu; i++) {
+		hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, static_cast<unsigned>(i));
+		CpuPlace c;
+		c.cpu = static_cast<int>(pu->os_index);
+		if (hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu))
+			c.core = static_cast<int>(core->logical_index);
+		if (hwloc_obj_t pk = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu))
+			c.package = static_cast<int>(pk->os_index);
+		// NUMA nodes hang off the tree as memory children: the one whose
+		// CPU set holds this PU.
+		for (int n = 0; n < nnuma; n++) {
+			hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE,
+								 static_cast<unsigned>(n));
+			if (node->cpuset && hwloc_bitmap_isset(node->cpuset, pu->os_index)) {
+				c.numa = static_cast<int>(node->os_index);
+				break;
+			}
+		}
+		topo.cpus.push_back(c);
+	}
+	return topo;
+}
+
+std::vector<int> smt_order(const std::vector<int> &cpus, const Topology &topo)
 {
 	std::vector<int> out;
 	for (int c : cpus) {
 		if (std::find(out.begin(), out.end(), c) != out.end())
 			continue;
 		out.push_back(c);
-		auto t = read_file(sysfs + "/cpu" + std::to_string(c) +
-				   "/topology/thread_siblings_list");
-		auto sib = t ? parse_cpulist(*t) : std::nullopt;
-		if (!sib)
-			continue;
-		for (int s : *sib)
+		for (int s : topo.siblings(c))
 			if (s != c && std::find(cpus.begin(), cpus.end(), s) != cpus.end() &&
 			    std::find(out.begin(), out.end(), s) == out.end()) {
 				out.push_back(s);

@@ -1,4 +1,4 @@
-// Small Linux helpers of hpcd: CPU lists, affinity, topology, clocks.
+// Small Linux helpers of hpcd: CPU lists, affinity, topology (hwloc), clocks.
 #pragma once
 
 #include <cstdint>
@@ -16,11 +16,36 @@ std::string format_cpulist(const std::vector<int> &cpus);
 
 // The CPUs this process may run on.
 std::vector<int> allowed_cpus();
-// Order `cpus` so that real SMT siblings (sysfs thread_siblings_list under
-// `sysfs`) are adjacent and form the pairs 2k/2k+1; without SMT the order is
-// kept (pairs of consecutive CPUs emulate a core).
-std::vector<int> smt_order(const std::vector<int> &cpus,
-			   const std::string &sysfs = "/sys/devices/system/cpu");
+
+// Where a CPU (hwloc PU, by its OS index) sits: its core (hwloc logical
+// index, unique on the machine), package and NUMA node (OS indexes; -1 when
+// hwloc does not know).
+struct CpuPlace {
+	int cpu = -1, core = -1, package = -1, numa = -1;
+};
+
+// The machine's topology as hwloc discovers it: SMT siblings, cores,
+// packages, NUMA nodes.
+struct Topology {
+	std::vector<CpuPlace> cpus; // in hwloc's logical order
+	int cores = 0, packages = 0;
+	std::vector<int> numa_nodes; // OS indexes
+	const CpuPlace *find(int cpu) const;
+	// The SMT siblings of `cpu` (itself included, in logical order).
+	std::vector<int> siblings(int cpu) const;
+	// Some core has more than one hardware thread.
+	bool smt() const;
+};
+
+// Discover the topology with hwloc; with `synthetic`, build hwloc's
+// synthetic topology of that description instead (e.g. "pack:2 core:2
+// pu:2"; tests). nullopt and `err` if hwloc fails.
+std::optional<Topology> load_topology(std::string &err, const std::string &synthetic = "");
+
+// Order `cpus` so that real SMT siblings are adjacent and form the pairs
+// 2k/2k+1; without SMT the order is kept (pairs of consecutive CPUs emulate
+// a core). CPUs the topology does not know keep their place.
+std::vector<int> smt_order(const std::vector<int> &cpus, const Topology &topo);
 
 std::vector<int> get_affinity(int pid);
 // Pin every thread of process `pid`. False if the process is gone.

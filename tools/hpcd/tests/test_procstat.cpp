@@ -114,17 +114,61 @@ TEST(CpuList, ParseAndFormat)
 	EXPECT_EQ(format_cpulist({0, 2, 4}), "0,2,4");
 }
 
+TEST(Topology, HwlocSyntheticSiblingsCoresPackagesNuma)
+{
+	std::string err;
+	// Two packages, each its own NUMA node, two cores of two threads.
+	auto t = load_topology(err, "pack:2 numa:1 core:2 pu:2");
+	ASSERT_TRUE(t) << err;
+	EXPECT_EQ(t->packages, 2);
+	EXPECT_EQ(t->cores, 4);
+	EXPECT_EQ(t->cpus.size(), 8u);
+	EXPECT_EQ(t->numa_nodes, (std::vector<int>{0, 1}));
+	EXPECT_TRUE(t->smt());
+	EXPECT_EQ(t->siblings(5), (std::vector<int>{4, 5}));
+	ASSERT_NE(t->find(6), nullptr);
+	EXPECT_EQ(t->find(6)->package, 1);
+	EXPECT_EQ(t->find(6)->numa, 1);
+	EXPECT_EQ(t->find(1)->numa, 0);
+	EXPECT_EQ(t->find(99), nullptr);
+	EXPECT_TRUE(t->siblings(99).empty());
+}
+
+TEST(Topology, HwlocRejectsABadDescription)
+{
+	std::string err;
+	EXPECT_FALSE(load_topology(err, "pack:two"));
+	EXPECT_NE(err.find("pack:two"), std::string::npos) << err;
+}
+
+TEST(Topology, ThisMachineHasEveryAllowedCpu)
+{
+	std::string err;
+	auto t = load_topology(err);
+	ASSERT_TRUE(t) << err;
+	EXPECT_GE(t->cores, 1);
+	EXPECT_GE(t->packages, 1);
+	EXPECT_FALSE(t->numa_nodes.empty());
+	for (int c : allowed_cpus())
+		EXPECT_NE(t->find(c), nullptr) << "CPU " << c;
+}
+
 TEST(CpuList, SmtOrderPairsRealSiblings)
 {
-	TempDir d;
-	// 4 CPUs, siblings (0,2) and (1,3)
-	for (auto [c, s] : std::vector<std::pair<int, const char *>>{
-		     {0, "0,2"}, {1, "1,3"}, {2, "0,2"}, {3, "1,3"}}) {
-		std::string dir = d.path + "/cpu" + std::to_string(c) + "/topology";
-		std::filesystem::create_directories(dir);
-		write_file(dir + "/thread_siblings_list", std::string(s) + "\n");
-	}
-	EXPECT_EQ(smt_order({0, 1, 2, 3}, d.path), (std::vector<int>{0, 2, 1, 3}));
-	// No SMT information: kept as given.
-	EXPECT_EQ(smt_order({3, 1}, "/nonexistent"), (std::vector<int>{3, 1}));
+	std::string err;
+	// Linux-style numbering: CPU c and c+4 share a core.
+	auto t = load_topology(err, "pack:1 core:4 pu:2(indexes=0,4,1,5,2,6,3,7)");
+	ASSERT_TRUE(t) << err;
+	EXPECT_EQ(t->siblings(1), (std::vector<int>{1, 5}));
+	EXPECT_EQ(smt_order({0, 1, 2, 3, 4, 5, 6, 7}, *t),
+		  (std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7}));
+	// A sibling outside the list is not taken; the order of the rest is kept.
+	EXPECT_EQ(smt_order({3, 1, 5}, *t), (std::vector<int>{3, 1, 5}));
+	// No SMT: the order is kept (consecutive CPUs emulate a core).
+	auto flat = load_topology(err, "pack:1 core:4 pu:1");
+	ASSERT_TRUE(flat) << err;
+	EXPECT_FALSE(flat->smt());
+	EXPECT_EQ(smt_order({3, 1, 0, 2}, *flat), (std::vector<int>{3, 1, 0, 2}));
+	// No topology at all: kept as given.
+	EXPECT_EQ(smt_order({3, 1}, Topology{}), (std::vector<int>{3, 1}));
 }
