@@ -300,6 +300,32 @@ std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
 				h.changed();
 			return json{{"ok", true}}.dump();
 		}
+		if (cmd == "iterations" || cmd == "watch") {
+			uint64_t since = 0, max = 4096;
+			for (const char *k : {"since", "max"})
+				if (req.contains(k) && (!req[k].is_number_unsigned() ||
+							(std::string(k) == "max" && req[k] == 0)))
+					return reply_err("bad_request",
+							 std::string("\"") + k +
+								 "\" must be a positive integer");
+			since = req.value("since", uint64_t{0});
+			max = req.value("max", max);
+			if (cmd == "iterations") {
+				if (!h.events)
+					return reply_err("failed", "no iteration log");
+				json r = h.events(since, static_cast<size_t>(max));
+				r["ok"] = true;
+				return r.dump();
+			}
+			if (!h.watch)
+				return reply_err("failed", "watching is not supported");
+			json r{{"ok", true}, {"watch", true}};
+			std::string backlog = h.watch(since, !req.contains("since"), r);
+			std::string out = r.dump();
+			if (!backlog.empty())
+				out += "\n" + backlog.substr(0, backlog.size() - 1);
+			return out;
+		}
 		if (cmd == "shutdown") {
 			if (h.shutdown)
 				h.shutdown();
@@ -310,7 +336,8 @@ std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
 	}
 	return reply_err("bad_request",
 			 "unknown cmd '" + cmd +
-				 "' (get, set, list, status, add, remove, prio, shutdown)");
+				 "' (get, set, list, status, add, remove, prio, iterations, watch, "
+				 "shutdown)");
 }
 
 } // namespace hpcd

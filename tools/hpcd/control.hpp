@@ -10,6 +10,15 @@
 //   {"cmd":"remove","pid":N}           -> {"ok":true}
 //   {"cmd":"prio","pid":N,"prio":P}    -> {"ok":true}  fixed priority P in prio_range, 0: dynamic
 //   {"cmd":"shutdown"}                 -> {"ok":true}
+//   {"cmd":"iterations","since":S,"max":M}
+//        -> {"ok":true,"next":N,"dropped":D,"events":[{"event":"iteration",..},..]}
+//           events with seq >= S (itlog.hpp; at most M, default 4096); N is
+//           the seq to ask for next, D how many the ring no longer holds
+//   {"cmd":"watch","since":S}          -> {"ok":true,"watch":true,"next":N,"dropped":D}
+//           then the events with seq >= S (default: from now on), one per
+//           line, as they happen, until the connection closes; when hpcd
+//           exits: {"event":"end","reason":"..."}. The connection then
+//           answers no further request.
 // Errors: {"ok":false,"kind":"bad_key|bad_value|read_only|kernel_only|
 //          bad_request|failed","error":"why"}.
 //
@@ -53,6 +62,11 @@ struct ControlHooks {
 	std::function<CgStat(const Task &)> stat;
 	std::function<void()> changed; // knobs changed: re-place and re-plan
 	std::function<void()> shutdown;
+	// Recorded events (itlog.hpp): {"next","dropped","events"}.
+	std::function<nlohmann::json(uint64_t since, size_t max)> events;
+	// Make the requesting connection a watcher; returns its backlog
+	// (event lines, each ending in a newline) and fills next/dropped.
+	std::function<std::string(uint64_t since, bool from_now, nlohmann::json &reply)> watch;
 };
 
 nlohmann::json task_json(Engine &e, const Task &t, const CgStat &st);

@@ -8,6 +8,7 @@
 #include "control.hpp"
 #include "engine.hpp"
 #include "guardian.hpp"
+#include "itlog.hpp"
 #include "params_text.hpp"
 #include "procstat.hpp"
 #include "system.hpp"
@@ -17,6 +18,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <iostream>
 #include <map>
 #include <poll.h>
@@ -116,12 +118,21 @@ private:
 	json status();
 	void shutdown_all();
 	void release_sockets();
+	// Record what changed since the last look (itlog.hpp) and send it to
+	// the watchers.
+	void note();
+	std::string watch(uint64_t since, bool from_now, json &reply);
+	void end_watchers(const std::string &reason);
 
 	Opts o_;
 	Cgroups cg_;
 	Guardian g_;
 	int ctl_ = -1, mon_ = -1, timer_ = -1, sig_ = -1;
 	std::map<int, Client> clients_;
+	IterationLog log_;
+	std::set<int> watchers_;
+	int cur_client_ = -1;
+	std::string end_reason_ = "hpcd exits";
 	std::map<int, ProcTracker> trackers_;
 	std::map<int, std::vector<int>> orig_cpus_;
 	std::map<int, Quota> applied_q_;
@@ -216,6 +227,7 @@ void Daemon::drop(int pid, const char *why)
 		set_affinity(pid, orig_cpus_[pid]);
 	log(fmt::format("released {} ({}): {}", pid, t->name, why));
 	e.remove(pid);
+	log_.forget(pid);
 	trackers_.erase(pid);
 	orig_cpus_.erase(pid);
 	applied_q_.erase(pid);
@@ -224,6 +236,7 @@ void Daemon::drop(int pid, const char *why)
 	apply();
 	if (o_.exit_when_idle && had_task_ && e.tasks.empty() && running_) {
 		log("no task left: exiting (--exit-when-idle)");
+		end_reason_ = "no task left (--exit-when-idle)";
 		running_ = false;
 		release_sockets(); // a new client must not reach a daemon on its way out
 	}
@@ -264,6 +277,7 @@ void Daemon::weigh_group()
 // Bring cgroups and affinities in line with the engine's plan.
 void Daemon::apply()
 {
+	note();
 	weigh_group();
 	e.plan();
 	std::vector<int> gone;
@@ -321,9 +335,12 @@ void Daemon::sample()
 		for (auto &x : ev) {
 			if (x.kind == ProcEvent::Sleep) {
 				e.sleep(pid, x.at);
-			} else if (e.wakeup(pid, x.at) && o_.verbose) {
-				log(fmt::format("{} iteration {} U {} prio {}", pid, t.t.nr_iter,
-						t.t.last_util, e.applied_prio(t)));
+			} else if (e.wakeup(pid, x.at)) {
+				if (o_.verbose)
+					log(fmt::format("{} iteration {} U {} prio {}", pid,
+							t.t.nr_iter, t.t.last_util,
+							e.applied_prio(t)));
+				note();
 			}
 		}
 	}
@@ -384,6 +401,9 @@ void Daemon::on_datagram()
 						r.pid, r.rank, t->t.nr_iter, t->t.last_util,
 						t->t.heur_util, t->t.last_run / 1000,
 						t->t.last_wait / 1000, e.applied_prio(*t)));
+			// Records of one barrier close iterations of both siblings:
+			// look after each, so that no iteration goes unseen.
+			note();
 		}
 	}
 	apply();
@@ -445,7 +465,11 @@ void Daemon::on_client(int fd, short rev)
 		while ((nl = c.in.find('\n')) != std::string::npos) {
 			std::string line = c.in.substr(0, nl);
 			c.in.erase(0, nl + 1);
+			if (watchers_.count(fd))
+				continue; // a watcher's connection only streams events
+			cur_client_ = fd;
 			c.out += handle_line(e, hooks_, line) + "\n";
+			cur_client_ = -1;
 		}
 		if (c.in.size() > 65536) {
 			c.out += R"({"ok":false,"kind":"bad_request","error":"line too long"})"
@@ -459,10 +483,64 @@ void Daemon::on_client(int fd, short rev)
 			break;
 		c.out.erase(0, static_cast<size_t>(n));
 	}
+	// A watcher that does not read: let it go rather than grow without bound.
+	if (c.out.size() > (8u << 20))
+		close_it = true, c.out.clear();
 	if (close_it && c.out.empty()) {
 		::close(fd);
 		clients_.erase(fd);
+		watchers_.erase(fd);
 	}
+}
+
+void Daemon::note()
+{
+	auto evs = log_.scan(e, mono_ns());
+	if (evs.empty() || watchers_.empty())
+		return;
+	std::string lines;
+	for (const auto &ev : evs)
+		lines += event_json(ev).dump() + "\n";
+	for (int fd : watchers_)
+		clients_[fd].out += lines;
+}
+
+std::string Daemon::watch(uint64_t since, bool from_now, json &reply)
+{
+	if (cur_client_ < 0)
+		return "";
+	watchers_.insert(cur_client_);
+	if (from_now)
+		since = log_.next();
+	uint64_t dropped = 0;
+	std::string backlog;
+	for (const auto &ev : log_.since(since, SIZE_MAX, dropped))
+		backlog += event_json(ev).dump() + "\n";
+	reply["next"] = log_.next();
+	reply["dropped"] = dropped;
+	return backlog;
+}
+
+// hpcd is exiting: tell every watcher why and hand it what is still queued
+// (blocking, at most a second per watcher), so that a trace has the last
+// iterations.
+void Daemon::end_watchers(const std::string &reason)
+{
+	const std::string line = json{{"event", "end"}, {"reason", reason}}.dump() + "\n";
+	for (int fd : watchers_) {
+		std::string &out = clients_[fd].out;
+		out += line;
+		::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		timeval tv{1, 0};
+		::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		while (!out.empty()) {
+			ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+			if (n <= 0)
+				break;
+			out.erase(0, static_cast<size_t>(n));
+		}
+	}
+	watchers_.clear();
 }
 
 void Daemon::on_signal()
@@ -484,6 +562,7 @@ void Daemon::on_signal()
 			continue;
 		}
 		log(fmt::format("signal {}: releasing every task", strsignal(si.ssi_signo)));
+		end_reason_ = std::string("signal ") + strsignal(si.ssi_signo);
 		running_ = false;
 	}
 }
@@ -497,6 +576,7 @@ void Daemon::shutdown_all()
 		drop(pid, "hpcd exits");
 	cg_.teardown();
 	g_.finish();
+	end_watchers(end_reason_);
 	for (auto &[fd, c] : clients_)
 		::close(fd);
 	release_sockets();
@@ -613,7 +693,23 @@ int Daemon::run()
 			applied_cpu_.clear(); // mode changes move tasks
 			apply();
 		};
-		hooks_.shutdown = [this] { running_ = false; };
+		hooks_.shutdown = [this] {
+			end_reason_ = "shutdown requested";
+			running_ = false;
+		};
+		hooks_.events = [this](uint64_t since, size_t max) {
+			uint64_t dropped = 0;
+			json evs = json::array();
+			for (const auto &ev : log_.since(since, max, dropped))
+				evs.push_back(event_json(ev));
+			return json{{"next", evs.empty() ? std::max(since, log_.next())
+							 : evs.back()["seq"].get<uint64_t>() + 1},
+				    {"dropped", dropped},
+				    {"events", evs}};
+		};
+		hooks_.watch = [this](uint64_t since, bool from_now, json &reply) {
+			return watch(since, from_now, reply);
+		};
 
 		for (size_t i = 0; i < o_.pids.size(); i++) {
 			int pid = o_.pids[i];

@@ -1,0 +1,70 @@
+// What hpcd keeps for `hpcctl trace`: every closed iteration of a managed
+// task and every change of a task's applied priority outside one, in a
+// bounded ring that clients read by sequence number (control requests
+// `iterations` and `watch`).
+#pragma once
+
+#include "engine.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hpcd
+{
+
+struct IterEvent {
+	enum Kind { Iteration, Priority };
+	uint64_t seq = 0;
+	Kind kind = Iteration;
+	int pid = 0, rank = -1, ctx = -1, cpu = -1;
+	bool monitored = false; // boundaries from the monitor, else /proc sampling
+	uint64_t at_ns = 0;     // end of the iteration, or time of the change (CLOCK_MONOTONIC)
+	uint64_t iteration = 0; // closed iterations of the task so far
+	uint64_t missed = 0;    // iterations that closed unseen before this one
+	uint64_t run_ns = 0, wait_ns = 0;
+	uint32_t util = 0, heur_util = 0; // 0.01 %
+	uint32_t old_prio = 0, prio = 0;  // applied priority before and after
+	uint32_t weight = 0;              // cpu.weight units (weight mode)
+};
+
+// {"event":"iteration"|"priority","seq":..,"pid":..,...}
+nlohmann::json event_json(const IterEvent &ev);
+
+class IterationLog
+{
+public:
+	explicit IterationLog(size_t capacity = 16384) : cap_(capacity ? capacity : 1) {}
+
+	// Compare every task of `e` with what the last scan saw: an iteration
+	// that closed since (the core's nr_iter grew) becomes an Iteration
+	// event with the core's numbers for it; a change of the applied
+	// priority without one (a sibling's judgement, a knob, hpcctl prio)
+	// a Priority event stamped `now`. A task seen for the first time is
+	// only remembered. Returns the new events.
+	std::vector<IterEvent> scan(Engine &e, uint64_t now);
+	// A task left hpcd.
+	void forget(int pid) { seen_.erase(pid); }
+
+	// Events with seq >= `since`, at most `max`; `dropped` is how many of
+	// those the ring no longer holds.
+	std::vector<IterEvent> since(uint64_t since, size_t max, uint64_t &dropped) const;
+	// The sequence number the next event will get.
+	uint64_t next() const { return next_; }
+
+private:
+	struct Seen {
+		uint64_t iter = 0;
+		uint32_t prio = 0;
+	};
+	void push(IterEvent ev, std::vector<IterEvent> &out);
+	std::map<int, Seen> seen_;
+	std::deque<IterEvent> ring_;
+	size_t cap_;
+	uint64_t next_ = 1;
+};
+
+} // namespace hpcd

@@ -1,0 +1,221 @@
+// hpcd's iteration log (what `hpcctl trace` reads) and its control requests.
+#include "control.hpp"
+#include "itlog.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace hpcd;
+using nlohmann::json;
+
+namespace
+{
+constexpr uint64_t ms = 1000000;
+
+hpcmon_record rec(int pid, int rank, uint64_t iter, uint64_t run, uint64_t wait, uint64_t end)
+{
+	hpcmon_record r{};
+	r.magic = HPCMON_MAGIC;
+	r.version = HPCMON_VERSION;
+	r.kind = HPCMON_ITERATION;
+	r.pid = pid;
+	r.rank = rank;
+	r.size = 2;
+	r.iteration = iter;
+	r.run_ns = run;
+	r.wait_ns = wait;
+	r.end_ns = end;
+	return r;
+}
+
+// Two monitored ranks on one emulated core: 10 computes 95 ms and waits
+// 5 ms, 20 computes 25 ms and waits 75 ms, every 100 ms.
+struct Pair {
+	Engine e;
+	IterationLog log;
+	Pair()
+	{
+		e.cpus = {0, 1};
+		e.add(10, "heavy", "j1", 1, 0);
+		e.add(20, "light", "j1", 2, 0);
+		EXPECT_TRUE(log.scan(e, 0).empty()); // first sight: remembered only
+	}
+	std::vector<IterEvent> barrier(uint64_t i)
+	{
+		const uint64_t end = (i + 1) * 100 * ms;
+		std::vector<IterEvent> out;
+		e.record(rec(20, 2, i, 25 * ms, 75 * ms, end), end);
+		for (auto &ev : log.scan(e, end))
+			out.push_back(ev);
+		e.record(rec(10, 1, i, 95 * ms, 5 * ms, end + 1000), end + 1000);
+		for (auto &ev : log.scan(e, end + 1000))
+			out.push_back(ev);
+		return out;
+	}
+};
+} // namespace
+
+TEST(IterationLog, OneEventPerClosedIterationWithTheCoresNumbers)
+{
+	Pair p;
+	std::map<int, std::vector<IterEvent>> by;
+	for (uint64_t i = 0; i < 4; i++)
+		for (auto &ev : p.barrier(i))
+			by[ev.pid].push_back(ev);
+	ASSERT_EQ(by[10].size(), 4u);
+	ASSERT_EQ(by[20].size(), 4u);
+	for (size_t k = 0; k < 4; k++) {
+		const IterEvent &h = by[10][k], &l = by[20][k];
+		EXPECT_EQ(h.kind, IterEvent::Iteration);
+		EXPECT_EQ(h.iteration, k + 1);
+		EXPECT_EQ(h.missed, 0u);
+		EXPECT_EQ(l.run_ns, 25 * ms) << k;
+		EXPECT_EQ(l.wait_ns, 75 * ms) << k;
+		EXPECT_EQ(l.at_ns, (k + 1) * 100 * ms) << k;
+		EXPECT_EQ(l.util, 2500u) << k;
+		EXPECT_EQ(h.rank, 1);
+		EXPECT_TRUE(h.monitored);
+		EXPECT_EQ(h.ctx, 0);
+		EXPECT_EQ(l.ctx, 1);
+		// The priorities chain: each event starts where the last ended.
+		if (k) {
+			EXPECT_EQ(h.old_prio, by[10][k - 1].prio);
+			EXPECT_EQ(l.old_prio, by[20][k - 1].prio);
+		}
+	}
+	// The heavy rank rose; the events say so and agree with the engine.
+	EXPECT_EQ(by[10].front().old_prio, 4u);
+	EXPECT_GT(by[10].back().prio, 4u);
+	EXPECT_EQ(by[10].back().prio, p.e.applied_prio(*p.e.find(10)));
+	EXPECT_EQ(by[20].back().prio, p.e.applied_prio(*p.e.find(20)));
+	// Sequence numbers are consecutive from 1.
+	uint64_t dropped = 9;
+	auto all = p.log.since(1, 100, dropped);
+	EXPECT_EQ(dropped, 0u);
+	ASSERT_EQ(all.size(), 8u);
+	for (size_t k = 0; k < all.size(); k++)
+		EXPECT_EQ(all[k].seq, k + 1);
+	EXPECT_EQ(p.log.next(), 9u);
+}
+
+TEST(IterationLog, PriorityChangeWithoutAnIteration)
+{
+	Pair p;
+	for (uint64_t i = 0; i < 4; i++)
+		p.barrier(i);
+	const uint32_t before = p.e.applied_prio(*p.e.find(10));
+	ASSERT_NE(before, 4u);
+	p.e.s.balance = false; // the baseline: every task at 4
+	auto evs = p.log.scan(p.e, 12345);
+	ASSERT_EQ(evs.size(), 1u) << "only the task whose applied priority changed";
+	EXPECT_EQ(evs[0].kind, IterEvent::Priority);
+	EXPECT_EQ(evs[0].pid, 10);
+	EXPECT_EQ(evs[0].at_ns, 12345u);
+	EXPECT_EQ(evs[0].old_prio, before);
+	EXPECT_EQ(evs[0].prio, 4u);
+	EXPECT_TRUE(p.log.scan(p.e, 12346).empty()) << "nothing changed since";
+	EXPECT_EQ(event_json(evs[0])["event"], "priority");
+	EXPECT_FALSE(event_json(evs[0]).contains("run_ns"));
+}
+
+TEST(IterationLog, IterationsClosedBetweenTwoLooksAreCounted)
+{
+	Engine e;
+	IterationLog log;
+	e.add(10, "a", "d", -1, 0);
+	log.scan(e, 0);
+	for (uint64_t i = 0; i < 3; i++) {
+		e.sleep(10, i * 100 * ms + 60 * ms);
+		e.wakeup(10, (i + 1) * 100 * ms);
+	}
+	auto evs = log.scan(e, 300 * ms);
+	ASSERT_EQ(evs.size(), 1u);
+	EXPECT_EQ(evs[0].iteration, 3u);
+	EXPECT_EQ(evs[0].missed, 2u);
+	EXPECT_EQ(evs[0].run_ns, 60 * ms);
+	EXPECT_EQ(evs[0].wait_ns, 40 * ms);
+	EXPECT_FALSE(evs[0].monitored);
+	EXPECT_EQ(event_json(evs[0])["missed"], 2);
+	// A forgotten task is new again: remembered, no event.
+	log.forget(10);
+	e.sleep(10, 360 * ms);
+	e.wakeup(10, 400 * ms);
+	EXPECT_TRUE(log.scan(e, 400 * ms).empty());
+}
+
+TEST(IterationLog, RingKeepsTheNewestAndCountsTheDropped)
+{
+	Engine e;
+	IterationLog log(3);
+	e.add(10, "a", "d", -1, 0);
+	log.scan(e, 0);
+	for (uint64_t i = 0; i < 5; i++) {
+		e.sleep(10, i * 100 * ms + 60 * ms);
+		e.wakeup(10, (i + 1) * 100 * ms);
+		ASSERT_EQ(log.scan(e, (i + 1) * 100 * ms).size(), 1u);
+	}
+	uint64_t dropped = 0;
+	auto evs = log.since(1, 100, dropped);
+	EXPECT_EQ(dropped, 2u);
+	ASSERT_EQ(evs.size(), 3u);
+	EXPECT_EQ(evs.front().seq, 3u);
+	EXPECT_EQ(evs.back().seq, 5u);
+	evs = log.since(4, 1, dropped);
+	EXPECT_EQ(dropped, 0u);
+	ASSERT_EQ(evs.size(), 1u);
+	EXPECT_EQ(evs[0].seq, 4u);
+	EXPECT_TRUE(log.since(log.next(), 100, dropped).empty());
+}
+
+TEST(IterationLog, ControlRequests)
+{
+	Pair p;
+	p.barrier(0);
+	ControlHooks h;
+	h.events = [&](uint64_t since, size_t max) {
+		uint64_t dropped = 0;
+		json evs = json::array();
+		for (auto &ev : p.log.since(since, max, dropped))
+			evs.push_back(event_json(ev));
+		return json{{"next", p.log.next()}, {"dropped", dropped}, {"events", evs}};
+	};
+	auto r = json::parse(handle_line(p.e, h, R"({"cmd":"iterations","since":1})"));
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	ASSERT_EQ(r["events"].size(), 2u);
+	// Both siblings' records of one barrier: both iterations, one scan.
+	for (auto &ev : r["events"]) {
+		EXPECT_EQ(ev["event"], "iteration");
+		EXPECT_EQ(ev["run_ns"], ev["pid"] == 20 ? 25 * ms : 95 * ms + 1000);
+	}
+	EXPECT_NE(r["events"][0]["pid"], r["events"][1]["pid"]);
+	r = json::parse(handle_line(p.e, h, R"({"cmd":"iterations","since":1,"max":1})"));
+	EXPECT_EQ(r["events"].size(), 1u);
+	for (auto bad :
+	     {R"({"cmd":"iterations","since":-1})", R"({"cmd":"iterations","since":"x"})",
+	      R"({"cmd":"iterations","max":0})", R"({"cmd":"watch","since":1.5})"}) {
+		r = json::parse(handle_line(p.e, h, bad));
+		EXPECT_FALSE(r["ok"]) << bad;
+		EXPECT_EQ(r["kind"], "bad_request") << bad;
+	}
+	// Without a watch hook (no daemon behind): a clear failure.
+	r = json::parse(handle_line(p.e, h, R"({"cmd":"watch"})"));
+	EXPECT_FALSE(r["ok"]);
+	EXPECT_EQ(r["kind"], "failed");
+	// The watch reply comes first, then the backlog, one event per line.
+	bool from_now = true;
+	h.watch = [&](uint64_t, bool now, json &reply) {
+		from_now = now;
+		reply["next"] = 3;
+		reply["dropped"] = 0;
+		return std::string("{\"event\":\"iteration\",\"seq\":1}\n"
+				   "{\"event\":\"iteration\",\"seq\":2}\n");
+	};
+	std::string out = handle_line(p.e, h, R"({"cmd":"watch","since":1})");
+	EXPECT_FALSE(from_now);
+	auto nl = out.find('\n');
+	ASSERT_NE(nl, std::string::npos);
+	EXPECT_EQ(json::parse(out.substr(0, nl))["watch"], true);
+	EXPECT_EQ(out.substr(nl + 1),
+		  "{\"event\":\"iteration\",\"seq\":1}\n{\"event\":\"iteration\",\"seq\":2}");
+	handle_line(p.e, h, R"({"cmd":"watch"})");
+	EXPECT_TRUE(from_now);
+}
