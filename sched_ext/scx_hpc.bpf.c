@@ -12,7 +12,7 @@
  *                                      hpc_peer_class(sibling snapshot, ...))
  *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep()
  *   ops.tick       running task     -> hpc_task_tick() and
- *                                      hpc_task_sibling_closed(sibling snapshot)
+ *                                      hpc_task_sibling_judge(sibling snapshot)
  * Each CPU publishes a snapshot of the HPC task that last ran or woke there
  * (struct snap, copied under a bpf_spin_lock: the writers of one slot are
  * the events of tasks on that CPU, which can run on another CPU for a remote
@@ -61,9 +61,9 @@ HPC_STATIC void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_para
 HPC_STATIC void hpc_task_sleep(struct hpc_task *t, u64 now);
 HPC_STATIC int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
 			       int peer_class);
-HPC_STATIC int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
-				       const struct hpc_params *p,
-				       const struct hpc_task *peer);
+HPC_STATIC int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
+				      const struct hpc_params *p,
+				      const struct hpc_task *peer);
 HPC_STATIC void hpc_task_tick(struct hpc_task *t, u64 now);
 HPC_STATIC u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
 HPC_STATIC u32 hpc_util(u64 run, u64 total);
@@ -188,7 +188,7 @@ static u64 period_ns(const struct scx_hpc_params *P)
 {
 	u64 per = (u64)P->period_us * 1000;
 
-	return per ? per : SCX_HPC_DEF_PERIOD_US * 1000ULL;
+	return per ? per : HPC_DEF_EMUL_PERIOD_US * 1000ULL;
 }
 
 static u64 slice_ns(const struct scx_hpc_params *P)
@@ -266,6 +266,7 @@ static void publish_info(struct task_struct *p, struct task_ctx *tc, s32 cpu,
 	ti.cpu = cpu;
 	ti.exited = exited;
 	ti.nr_iter = tc->t.nr_iter;
+	ti.nr_judged = tc->t.nr_judged;
 	ti.last_run_ns = tc->t.last_run;
 	ti.last_wait_ns = tc->t.last_wait;
 	ti.throttled_ns = tc->throttled_ns;
@@ -564,8 +565,8 @@ void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
 
 	hpc_task_tick(&tc->t, now);
 	if (snap_read(cpu, p->pid, &peer) &&
-	    hpc_task_sibling_closed(&tc->t, now, &P->core, &peer)) {
-		c->nr_sib_closed++;
+	    hpc_task_sibling_judge(&tc->t, now, &P->core, &peer)) {
+		c->nr_sib_judged++;
 		publish_info(p, tc, cpu, 0);
 	}
 	c->cur_prio = tc->t.prio;
@@ -633,7 +634,7 @@ static int period_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
 	struct scx_hpc_params *P = get_params();
 	u64 now = bpf_ktime_get_ns();
-	u64 per = P ? period_ns(P) : SCX_HPC_DEF_PERIOD_US * 1000ULL;
+	u64 per = P ? period_ns(P) : HPC_DEF_EMUL_PERIOD_US * 1000ULL;
 	s32 cpu;
 
 	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
@@ -681,7 +682,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(hpc_init)
 		return -ESRCH;
 	bpf_timer_init(timer, &timers, CLOCK_MONOTONIC);
 	bpf_timer_set_callback(timer, period_timerfn);
-	return bpf_timer_start(timer, SCX_HPC_DEF_PERIOD_US * 1000ULL, 0);
+	return bpf_timer_start(timer, HPC_DEF_EMUL_PERIOD_US * 1000ULL, 0);
 }
 
 void BPF_STRUCT_OPS(hpc_exit, struct scx_exit_info *ei)

@@ -98,10 +98,13 @@ bool apply_knob(scx_hpc_params &sp, const std::string &key, const std::string &v
 		std::string &err)
 {
 	if (key == "timeslice_us" || key == "emul_period_us") {
+		const bool slice = key == "timeslice_us";
+		const uint32_t lo = slice ? HPC_MIN_TIMESLICE_US : HPC_MIN_EMUL_PERIOD_US;
+		const uint32_t hi = slice ? HPC_MAX_TIMESLICE_US : HPC_MAX_EMUL_PERIOD_US;
 		uint32_t v;
-		if (!parse_u32(val, v) || v < SCX_HPC_MIN_US || v > SCX_HPC_MAX_US) {
-			err = key + "=" + val + ": must be within " + std::to_string(SCX_HPC_MIN_US) +
-			      ".." + std::to_string(SCX_HPC_MAX_US);
+		if (!parse_u32(val, v) || v < lo || v > hi) {
+			err = key + "=" + val + ": must be within " + std::to_string(lo) + ".." +
+			      std::to_string(hi);
 			return false;
 		}
 		(key == "timeslice_us" ? sp.slice_us : sp.period_us) = v;
@@ -122,8 +125,8 @@ void default_params(scx_hpc_params &sp)
 {
 	std::memset(&sp, 0, sizeof(sp));
 	hpc_params_default(&sp.core);
-	sp.slice_us = SCX_HPC_DEF_SLICE_US;
-	sp.period_us = SCX_HPC_DEF_PERIOD_US;
+	sp.slice_us = HPC_DEF_TIMESLICE_US;
+	sp.period_us = HPC_DEF_EMUL_PERIOD_US;
 	sp.fifo = 0;
 }
 
@@ -250,7 +253,7 @@ void print_stats(const Stats &s, bool json)
 	for (auto &c : s.cpus) {
 		nr_running += c.nr_running;
 		nr_iter += c.nr_iter;
-		nr_sib += c.nr_sib_closed;
+		nr_sib += c.nr_sib_judged;
 		nr_thr += c.nr_throttle;
 		thr_ns += c.throttled_ns;
 		nr_steal += c.nr_steal;
@@ -260,7 +263,7 @@ void print_stats(const Stats &s, bool json)
 	std::string state = read_file(std::string(SCX_SYSFS) + "/state");
 	if (json) {
 		std::printf("{\"state\":\"%s\",\"ops\":\"%s\",\"tasks\":%llu,\"live_tasks\":%llu,"
-			    "\"running\":%llu,\"iterations\":%llu,\"sibling_closed\":%llu,"
+			    "\"running\":%llu,\"iterations\":%llu,\"sibling_judged\":%llu,"
 			    "\"throttles\":%llu,\"throttled_ns\":%llu,\"steals\":%llu,"
 			    "\"direct\":%llu,\"kicks\":%llu,"
 			    "\"params\":{\"low_util\":%u,\"high_util\":%u,\"min_prio\":%u,"
@@ -293,7 +296,7 @@ void print_stats(const Stats &s, bool json)
 		}
 		std::printf("]}\n");
 	} else {
-		std::printf("scx_hpc: state=%s tasks=%llu/%llu iter=%llu sib_closed=%llu "
+		std::printf("scx_hpc: state=%s tasks=%llu/%llu iter=%llu sib_judged=%llu "
 			    "throttles=%llu throttled=%.1fms steals=%llu direct=%llu kicks=%llu\n",
 			    state.c_str(), (unsigned long long)s.nr_live,
 			    (unsigned long long)s.nr_tasks, (unsigned long long)nr_iter,
@@ -320,12 +323,13 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 		for (size_t i = 0; i < tasks.size(); i++) {
 			auto &t = tasks[i];
 			std::printf("%s{\"pid\":%u,\"tgid\":%u,\"comm\":%s,\"cpu\":%u,\"prio\":%u,"
-				    "\"prev_prio\":%u,\"iterations\":%llu,\"last_util\":%u,"
+				    "\"prev_prio\":%u,\"iterations\":%llu,\"judgements\":%llu,\"last_util\":%u,"
 				    "\"global_util\":%u,\"heur_util\":%u,\"last_run_ns\":%llu,"
 				    "\"last_wait_ns\":%llu,\"throttled_ns\":%llu,\"run_ns\":%llu,"
 				    "\"exited\":%u}",
 				    i ? ",\n " : "", t.pid, t.tgid, json_str(t.comm, 16).c_str(), t.cpu,
-				    t.prio, t.prev_prio, (unsigned long long)t.nr_iter, t.last_util,
+				    t.prio, t.prev_prio, (unsigned long long)t.nr_iter,
+				    (unsigned long long)t.nr_judged, t.last_util,
 				    t.global_util, t.heur_util, (unsigned long long)t.last_run_ns,
 				    (unsigned long long)t.last_wait_ns,
 				    (unsigned long long)t.throttled_ns, (unsigned long long)t.run_ns,
@@ -333,14 +337,15 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 		}
 		std::printf("]\n");
 	} else {
-		std::printf("%7s %7s %-16s %3s %4s %5s %6s %7s %7s %7s %11s %9s %s\n", "pid", "tgid",
-			    "comm", "cpu", "prio", "prev", "iter", "U_last", "U_glob", "U_heur",
-			    "throttledms", "run_ms", "state");
+		std::printf("%7s %7s %-16s %3s %4s %5s %6s %6s %7s %7s %7s %11s %9s %s\n", "pid",
+			    "tgid", "comm", "cpu", "prio", "prev", "iter", "judged", "U_last",
+			    "U_glob", "U_heur", "throttledms", "run_ms", "state");
 		for (auto &t : tasks)
-			std::printf("%7u %7u %-16.16s %3u %4u %5u %6llu %6.2f%% %6.2f%% %6.2f%% "
-				    "%11.1f %9.1f %s\n",
+			std::printf("%7u %7u %-16.16s %3u %4u %5u %6llu %6llu %6.2f%% %6.2f%% "
+				    "%6.2f%% %11.1f %9.1f %s\n",
 				    t.pid, t.tgid, t.comm, t.cpu, t.prio, t.prev_prio,
-				    (unsigned long long)t.nr_iter, t.last_util / 100.0,
+				    (unsigned long long)t.nr_iter, (unsigned long long)t.nr_judged,
+				    t.last_util / 100.0,
 				    t.global_util / 100.0, t.heur_util / 100.0, t.throttled_ns / 1e6,
 				    t.run_ns / 1e6, t.exited ? "exited" : "live");
 	}

@@ -17,14 +17,8 @@
 #define SCX_HPC_PRIO_MIN	1
 #define SCX_HPC_PRIO_MAX	6
 
-/* Scheduler knobs beyond the policy core's (same ranges as sysfs). */
-#define SCX_HPC_DEF_SLICE_US	100000
-#define SCX_HPC_DEF_PERIOD_US	10000
-#define SCX_HPC_MIN_US		1000
-#define SCX_HPC_MAX_US		1000000
-
 /* The one element of the params map. The loader validates it (the core's
- * hpc_params_check() plus the ranges above) before every write. */
+ * hpc_params_check() plus the core's HPC_{MIN,MAX}_{TIMESLICE,EMUL_PERIOD}_US) before every write. */
 struct scx_hpc_params {
 	struct hpc_params core;
 	u32 slice_us;		/* RR time slice */
@@ -52,7 +46,7 @@ struct scx_hpc_cpu {
 	/* counters */
 	u64 nr_running;		/* ops.running calls */
 	u64 nr_iter;		/* iterations closed on wake-up */
-	u64 nr_sib_closed;	/* iterations closed by hpc_task_sibling_closed */
+	u64 nr_sib_judged;	/* judgements by hpc_task_sibling_judge */
 	u64 nr_throttle;	/* times the CPU ran out of budget */
 	u64 throttled_ns;	/* time spent throttled with HPC work pending */
 	u64 nr_steal;		/* tasks pulled from another CPU's queue */
@@ -62,7 +56,8 @@ struct scx_hpc_cpu {
 };
 
 /* What the loader shows of each task (LRU hash keyed by pid). Updated when
- * the task joins, when one of its iterations closes and when it leaves. */
+ * the task joins, when one of its iterations closes, when it is judged and
+ * when it leaves. */
 struct scx_hpc_task_info {
 	u32 pid;
 	u32 tgid;
@@ -76,6 +71,7 @@ struct scx_hpc_task_info {
 	u32 exited;		/* the task left sched_ext (exit or policy change) */
 	u32 pad;
 	u64 nr_iter;
+	u64 nr_judged;		/* judged by its sibling's closes (never waits) */
 	u64 last_run_ns;
 	u64 last_wait_ns;
 	u64 throttled_ns;	/* runnable but held back by the emulation */

@@ -56,6 +56,8 @@ static inline void assert_task_equal(const struct hpc_task *a,
 	assert_int_equal(a->last_run, b->last_run);
 	assert_int_equal(a->last_wait, b->last_wait);
 	assert_int_equal(a->nr_iter, b->nr_iter);
+	assert_int_equal(a->judged_at, b->judged_at);
+	assert_int_equal(a->nr_judged, b->nr_judged);
 	assert_int_equal(a->last_util, b->last_util);
 	assert_int_equal(a->global_util, b->global_util);
 	assert_int_equal(a->heur_util, b->heur_util);

@@ -29,6 +29,8 @@ static void init_state(void **state)
 	assert_int_equal(t.last_run, 0);
 	assert_int_equal(t.last_wait, 0);
 	assert_int_equal(t.nr_iter, 0);
+	assert_int_equal(t.judged_at, 0);
+	assert_int_equal(t.nr_judged, 0);
 	assert_int_equal(t.last_util, 0);
 	assert_int_equal(t.global_util, 0);
 	assert_int_equal(t.heur_util, 0);
@@ -365,11 +367,11 @@ static void util_huge_sums(void **state)
 }
 
 /*
- * hpc_task_sibling_closed(): a task that computed through its sibling's
- * whole last iteration closes one now, with no wait, judged against that
- * sibling iteration (its U_last).
+ * hpc_task_sibling_judge(): a task that computed through its sibling's
+ * whole last iteration is judged on its live utilisation against that
+ * sibling iteration (its U_last), and nothing of its accounting changes.
  */
-static void sibling_closed_closes_critical_path(void **state)
+static void sibling_judge_critical_path(void **state)
 {
 	struct hpc_params p = defaults();
 	struct hpc_task t, peer, snap;
@@ -379,50 +381,100 @@ static void sibling_closed_closes_critical_path(void **state)
 	hpc_task_init(&peer, 0, &p);
 	/* The peer has no closed iteration yet: nothing. */
 	snap = t;
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(500), &p, &peer), 0);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(500), &p, &peer), 0);
 	assert_task_equal(&t, &snap);
 
 	/* The peer computes 250 ms, waits 750 ms. */
 	run_iter(&peer, &now, MS(250), MS(750), &p, HPC_CLASS_HIGH);
 	assert_int_equal(peer.last_util, 2500);
 	/* A "now" before the peer's close: nothing. */
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(999), &p, &peer), 0);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(999), &p, &peer), 0);
 	assert_task_equal(&t, &snap);
 
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(1000), &p, &peer), 1);
-	assert_int_equal(t.nr_iter, 1);
-	assert_int_equal(t.last_run, MS(1000));
-	assert_int_equal(t.last_wait, 0);
-	assert_int_equal(t.last_util, 10000);
-	assert_int_equal(t.global_util, 10000);
-	assert_int_equal(t.sum_run, MS(1000));
-	assert_int_equal(t.sum_total, MS(1000));
-	assert_int_equal(t.iter_start, MS(1000));
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(1000), &p, &peer), 1);
+	/* No iteration closed: the open one goes on, folded up to now. */
+	assert_int_equal(t.nr_iter, 0);
+	assert_int_equal(t.last_run, 0);
+	assert_int_equal(t.sum_run, 0);
+	assert_int_equal(t.sum_total, 0);
+	assert_int_equal(t.global_util, 0);
+	assert_int_equal(t.iter_start, 0);
+	assert_int_equal(t.cur_run, MS(1000));
 	assert_int_equal(t.seg_start, MS(1000));
-	assert_int_equal(t.cur_run, 0);
 	assert_int_equal(t.state, HPC_TASK_RUNNABLE);
-	/* High, the sibling low: one step up. */
+	assert_int_equal(t.judged_at, MS(1000));
+	assert_int_equal(t.nr_judged, 1);
+	/* Live 100 %: high, the sibling low: one step up. */
+	assert_int_equal(t.heur_util, 10000);
 	assert_int_equal(t.prio, 5);
 	assert_int_equal(t.prev_prio, 4);
 
 	/* Idempotent for the same sibling iteration. */
 	snap = t;
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(1000), &p, &peer), 0);
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(1900), &p, &peer), 0);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(1000), &p, &peer), 0);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(1900), &p, &peer), 0);
 	assert_task_equal(&t, &snap);
 
-	/* The next sibling iteration (a medium one, 70 %) closes it again,
-	 * and a medium sibling holds it. */
+	/* The next sibling iteration (a medium one, 70 %) judges it again;
+	 * a medium sibling holds it. */
 	run_iter(&peer, &now, MS(700), MS(300), &p, HPC_CLASS_HIGH);
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(2000), &p, &peer), 1);
-	assert_int_equal(t.last_run, MS(1000));
-	assert_int_equal(t.nr_iter, 2);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(2000), &p, &peer), 1);
+	assert_int_equal(t.nr_iter, 0);
+	assert_int_equal(t.cur_run, MS(2000));
+	assert_int_equal(t.nr_judged, 2);
 	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.prev_prio, 5);
+
+	/* Its own wake-up still closes the whole iteration, once. */
+	hpc_task_sleep(&t, MS(2100));
+	assert_int_equal(hpc_task_wakeup(&t, MS(2200), &p, HPC_CLASS_NONE), 1);
+	assert_int_equal(t.nr_iter, 1);
+	assert_int_equal(t.last_run, MS(2100));
+	assert_int_equal(t.last_wait, MS(100));
+	assert_int_equal(t.sum_total, MS(2200));
 	(void)state;
 }
 
-/* Only a runnable task that did not close during the sibling's iteration. */
-static void sibling_closed_only_when_computing_through(void **state)
+/* The utilisation a judgement decides on, per heuristic. */
+static void sibling_judge_heuristic_util(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t, peer;
+	u64 now = 0, tn = 0;
+	int h;
+
+	for (h = HPC_HEUR_UNIFORM; h <= HPC_HEUR_ADAPTIVE; h++) {
+		p.heuristic = h;
+		tn = 0;
+		now = 0;
+		hpc_task_init(&t, 0, &p);
+		hpc_task_init(&peer, 0, &p);
+		/* t: one iteration of 40 % (40 ms computing, 60 ms waiting). */
+		run_iter(&t, &tn, MS(40), MS(60), &p, HPC_CLASS_NONE);
+		assert_int_equal(t.global_util, 4000);
+		/* Then it computes from 100 ms on without waiting; the peer
+		 * closes iterations of 100 ms, the second one at 300 ms. */
+		now = MS(100);
+		hpc_task_init(&peer, now, &p);
+		run_iter(&peer, &now, MS(10), MS(90), &p, HPC_CLASS_NONE);
+		run_iter(&peer, &now, MS(10), MS(90), &p, HPC_CLASS_NONE);
+		assert_int_equal(now, MS(300));
+		assert_int_equal(hpc_task_sibling_judge(&t, MS(300), &p, &peer),
+				 1);
+		if (h == HPC_HEUR_UNIFORM)
+			/* (40 + 200) / (100 + 200) */
+			assert_int_equal(t.heur_util, 8000);
+		else
+			/* 0.1 * 40 % + 0.9 * 100 % */
+			assert_int_equal(t.heur_util, 9400);
+		/* Uniform: medium holds; Adaptive: high, sibling low: up. */
+		assert_int_equal(t.prio, h == HPC_HEUR_UNIFORM ? 4 : 5);
+	}
+	(void)state;
+}
+
+/* Only a runnable task that computed through, and is overdue. */
+static void sibling_judge_only_when_computing_through(void **state)
 {
 	struct hpc_params p = defaults();
 	struct hpc_task t, peer, snap;
@@ -435,15 +487,41 @@ static void sibling_closed_only_when_computing_through(void **state)
 	/* Asleep: its own wake-up will close the iteration. */
 	hpc_task_sleep(&t, MS(990));
 	snap = t;
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(1000), &p, &peer), 0);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(1000), &p, &peer), 0);
 	assert_task_equal(&t, &snap);
 
 	/* Closed an iteration of its own during the sibling's: nothing. */
 	hpc_task_init(&t, 0, &p);
 	run_iter(&t, &tn, MS(100), MS(1), &p, HPC_CLASS_NONE);
 	snap = t;
-	assert_int_equal(hpc_task_sibling_closed(&t, MS(1000), &p, &peer), 0);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(1000), &p, &peer), 0);
 	assert_task_equal(&t, &snap);
+
+	/*
+	 * A task with a longer period than its sibling's: 3 s computing,
+	 * 1 ms waiting. Mid-compute it is not judged (its live utilisation
+	 * says nothing of its real one), only once overdue.
+	 */
+	hpc_task_init(&t, 0, &p);
+	tn = 0;
+	run_iter(&t, &tn, MS(3000), MS(1), &p, HPC_CLASS_NONE);
+	assert_int_equal(tn, MS(3001));
+	hpc_task_init(&peer, MS(3001), &p);
+	now = MS(3001);
+	run_iter(&peer, &now, MS(250), MS(750), &p, HPC_CLASS_NONE);
+	snap = t;
+	assert_int_equal(hpc_task_sibling_judge(&t, now, &p, &peer), 0);
+	snap.cur_run = t.cur_run;
+	snap.seg_start = t.seg_start;
+	assert_task_equal(&t, &snap);
+	/* Three sibling iterations later it is overdue (3.001 s < 4 s). */
+	run_iter(&peer, &now, MS(250), MS(750), &p, HPC_CLASS_NONE);
+	run_iter(&peer, &now, MS(250), MS(750), &p, HPC_CLASS_NONE);
+	assert_int_equal(hpc_task_sibling_judge(&t, now, &p, &peer), 0);
+	run_iter(&peer, &now, MS(250), MS(750), &p, HPC_CLASS_NONE);
+	assert_int_equal(now, MS(7001));
+	assert_int_equal(hpc_task_sibling_judge(&t, now, &p, &peer), 1);
+	assert_int_equal(t.nr_iter, 1);
 	(void)state;
 }
 
@@ -460,8 +538,9 @@ int main(void)
 		cmocka_unit_test(time_going_backwards),
 		cmocka_unit_test(util_exact_and_capped),
 		cmocka_unit_test(util_huge_sums),
-		cmocka_unit_test(sibling_closed_closes_critical_path),
-		cmocka_unit_test(sibling_closed_only_when_computing_through),
+		cmocka_unit_test(sibling_judge_critical_path),
+		cmocka_unit_test(sibling_judge_heuristic_util),
+		cmocka_unit_test(sibling_judge_only_when_computing_through),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,8 +14,8 @@
  * at *now + period. @first is woken first. Each wake-up judges the other
  * task from a snapshot, as the kernel class does from the sibling runqueue.
  * Every 1 ms (half-way into the ms) the scheduler tick of a running task
- * folds its time and offers hpc_task_sibling_closed(): tasks that wait at
- * the barrier close their own iterations, so that must never close one.
+ * folds its time and offers hpc_task_sibling_judge(): tasks that wait at
+ * the barrier close their own iterations, so that must never judge them.
  */
 static void pair_iter(struct hpc_task t[2], u64 *now, const u64 run[2],
 		      u64 period, int first, const struct hpc_params *p)
@@ -33,8 +33,8 @@ static void pair_iter(struct hpc_task t[2], u64 *now, const u64 run[2],
 				continue;
 			snap = t[1 - i];
 			hpc_task_tick(&t[i], tick);
-			assert_int_equal(hpc_task_sibling_closed(&t[i], tick, p,
-								 &snap), 0);
+			assert_int_equal(hpc_task_sibling_judge(&t[i], tick, p,
+								&snap), 0);
 		}
 	}
 	hpc_task_sleep(&t[0], start + run[0]);
@@ -198,11 +198,11 @@ static void metbenchvar_adaptive_swap(void **state)
 
 /*
  * The critical path never waits: MetBench's heavy task computes 100 % and
- * the light one 25 % of each 1 s cycle. The heavy task's iterations close
- * through hpc_task_sibling_closed(), called from its tick (every 1 ms, at
- * @phase into the ms), after the light task closed one: it is judged every
- * cycle (hpc_policy.h), going 4 -> 5 -> 6 in two cycles and staying; the
- * light task stays at 4.
+ * the light one 25 % of each 1 s cycle. The heavy task never closes an
+ * iteration; it is judged by hpc_task_sibling_judge(), called from its tick
+ * (every 1 ms, at @phase into the ms), after the light task closed one:
+ * once every cycle (hpc_policy.h), going 4 -> 5 -> 6 in two cycles and
+ * staying; the light task stays at 4.
  */
 static void critical_path(u64 phase)
 {
@@ -222,18 +222,18 @@ static void critical_path(u64 phase)
 				hpc_task_sleep(&light, T + MS(250));
 			snap = light;
 			hpc_task_tick(&heavy, tick);
-			hpc_task_sibling_closed(&heavy, tick, &p, &snap);
+			hpc_task_sibling_judge(&heavy, tick, &p, &snap);
 			if (k == 1 && c > 0) {
 				/* The cycle the light task just closed. */
-				if (heavy.nr_iter != c)
-					fail_msg("phase %llu ns: after cycle %llu the heavy task closed %llu iterations, expected %llu (prio %u)",
+				if (heavy.nr_judged != c)
+					fail_msg("phase %llu ns: after cycle %llu the heavy task was judged %llu times, expected %llu (prio %u)",
 						 (unsigned long long)phase,
 						 (unsigned long long)c,
-						 (unsigned long long)heavy.nr_iter,
+						 (unsigned long long)heavy.nr_judged,
 						 (unsigned long long)c,
 						 heavy.prio);
-				assert_int_equal(heavy.last_wait, 0);
-				assert_int_equal(heavy.last_util, 10000);
+				assert_int_equal(heavy.nr_iter, 0);
+				assert_int_equal(heavy.heur_util, 10000);
 				assert_int_equal(heavy.prio, c < 2 ? 4 + c : 6);
 				assert_int_equal(light.prio, 4);
 			}

@@ -160,16 +160,16 @@ bool Engine::wakeup(int pid, uint64_t now)
 		return false;
 	closed(*t, now);
 	// A sibling on the critical path that computed through this whole
-	// iteration closes one too (what the kernel does from the next tick).
-	// Not a sibling the monitor reports on: every record of the monitor is
-	// a closed iteration (its waits are at least min_wait), and records of
-	// one barrier arrive in any order, so closing it here would close its
-	// iteration twice. Only if it has been silent for two of our iterations
-	// (its waits stay below min_wait) does the core judge it here.
+	// iteration is judged now (what the kernel does from the next tick);
+	// its own iteration stays open. Not a sibling the monitor reports on:
+	// every record of the monitor is a closed iteration (its waits are at
+	// least min_wait) that judges it anyway, and records of one barrier
+	// arrive in any order. Only if it has been silent for two of our
+	// iterations (its waits stay below min_wait) does the core judge it here.
 	const uint64_t len = t->t.last_run + t->t.last_wait;
 	const bool reports = sib && sib->monitored && sib->last_record_ns + 2 * len >= now;
-	if (sib && !reports && hpc_task_sibling_closed(&sib->t, now, &s.params, &t->t))
-		closed(*sib, now);
+	if (sib && !reports)
+		hpc_task_sibling_judge(&sib->t, now, &s.params, &t->t);
 	return true;
 }
 

@@ -145,7 +145,7 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 		// from the tick that follows the sibling's wake-up.
 		for (int i = 0; it > 0 && i < n; i++) {
 			int sib = sibling(i);
-			if (sib < n && hpc_task_sibling_closed(&c[i].t, now, &p, &c[sib].t))
+			if (sib < n && hpc_task_sibling_judge(&c[i].t, now, &p, &c[sib].t))
 				adopt(i);
 		}
 		for (int i = 0; i < n; i++) {

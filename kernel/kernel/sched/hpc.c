@@ -33,13 +33,6 @@ enum hpc_queue_mode {
 	HPC_QUEUE_FIFO,
 };
 
-#define HPC_DEF_TIMESLICE_US	100000
-#define HPC_MIN_TIMESLICE_US	1000
-#define HPC_MAX_TIMESLICE_US	1000000
-#define HPC_DEF_EMUL_PERIOD_US	10000
-#define HPC_MIN_EMUL_PERIOD_US	1000
-#define HPC_MAX_EMUL_PERIOD_US	1000000
-
 /*
  * Tunables. A write builds a new copy, checks it and publishes it with RCU,
  * so that readers (under a runqueue lock) always see a consistent set.
@@ -183,27 +176,45 @@ static void hpc_snap_clear(int cpu, struct task_struct *p)
 	raw_spin_unlock_irqrestore(&s->lock, flags);
 }
 
-/* The class of the task on the sibling context of @cpu (hpc_peer_class()). */
-static int hpc_sibling_class(int cpu, u64 now, u64 since,
-			     const struct hpc_params *params)
+/* Copy the snapshot of the HPC task on the sibling context of @cpu, if any. */
+static bool hpc_sibling_snap(int cpu, struct hpc_task *peer)
 {
 	int sib = per_cpu(hpc_sibling, cpu);
 	struct hpc_snap *s;
-	struct hpc_task peer;
 	unsigned long flags;
 	bool valid;
 
 	if (sib < 0)
-		return HPC_CLASS_NONE;
+		return false;
 	s = per_cpu_ptr(&hpc_snaps, sib);
 	raw_spin_lock_irqsave(&s->lock, flags);
 	valid = s->pid != 0;
 	if (valid)
-		peer = s->t;
+		*peer = s->t;
 	raw_spin_unlock_irqrestore(&s->lock, flags);
-	if (!valid)
+	return valid;
+}
+
+/* The class of the task on the sibling context of @cpu (hpc_peer_class()). */
+static int hpc_sibling_class(int cpu, u64 now, u64 since,
+			     const struct hpc_params *params)
+{
+	struct hpc_task peer;
+
+	if (!hpc_sibling_snap(cpu, &peer))
 		return HPC_CLASS_NONE;
 	return hpc_peer_class(&peer, now, since, params);
+}
+
+/*
+ * The clock of the iteration accounting. Iterations are compared across
+ * CPUs (a task sleeps on one CPU and wakes on another; a CPU judges its
+ * sibling's snapshot), so it must be one clock for all CPUs: the per-CPU
+ * rq clocks can drift apart by more than min_wait_us.
+ */
+static u64 hpc_clock(void)
+{
+	return ktime_get_mono_fast_ns();
 }
 
 /* Fresh iteration state, e.g. when a task enters the class or forks. */
@@ -245,7 +256,7 @@ static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct hpc_task *it = hpc_it(p);
-	u64 now = rq_clock(rq);
+	u64 now = hpc_clock();
 	int peer;
 
 	if (it->state != HPC_TASK_SLEEPING)
@@ -259,34 +270,21 @@ static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
 }
 
 /*
- * A task on the critical path never sleeps: once its sibling closed an
- * iteration it computed through, the policy core closes one for it too.
+ * A task on the critical path never sleeps, so its iteration never closes:
+ * once its sibling closed an iteration it computed through, the policy core
+ * judges it on its open iteration.
  */
 static void hpc_account_sibling(struct rq *rq, struct task_struct *p)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct hpc_task *it = hpc_it(p);
-	int sib = per_cpu(hpc_sibling, cpu_of(rq));
-	struct hpc_snap *s;
 	struct hpc_task peer;
-	unsigned long flags;
-	bool valid;
 
-	if (sib < 0)
+	if (!hpc_sibling_snap(cpu_of(rq), &peer))
 		return;
-	s = per_cpu_ptr(&hpc_snaps, sib);
-	raw_spin_lock_irqsave(&s->lock, flags);
-	valid = s->pid != 0;
-	if (valid)
-		peer = s->t;
-	raw_spin_unlock_irqrestore(&s->lock, flags);
-	if (!valid)
-		return;
-	if (hpc_task_sibling_closed(it, rq_clock(rq), &c->p, &peer)) {
-		trace_sched_hpc_iteration(p, it->last_run, it->last_wait,
-					  it->last_util, it->heur_util,
-					  it->prev_prio, it->prio);
-		/* Its next compute phase starts now. */
+	if (hpc_task_sibling_judge(it, hpc_clock(), &c->p, &peer)) {
+		trace_sched_hpc_judge(p, it->heur_util, it->prev_prio,
+				      it->prio);
 		p->hpc.applied_prio = hpc_task_clamp_prio(it, &c->p);
 		hpc_backend->apply(rq, p, p->hpc.applied_prio);
 	}
@@ -299,7 +297,7 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	if (WARN_ON_ONCE(hse->on_rq))
 		return;
 	if (unlikely(!hse->active))
-		hpc_entity_init(p, rq_clock(rq));
+		hpc_entity_init(p, hpc_clock());
 
 	hpc_account_wakeup(rq, p);
 
@@ -332,7 +330,7 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 		return true;
 
 	if (flags & DEQUEUE_SLEEP) {
-		hpc_task_sleep(hpc_it(p), rq_clock(rq));
+		hpc_task_sleep(hpc_it(p), hpc_clock());
 		hpc_snap_refresh(cpu_of(rq), p);
 	}
 
@@ -624,7 +622,7 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 	struct sched_hpc_entity *hse = &p->hpc;
 
 	update_curr_hpc(rq);
-	hpc_task_tick(hpc_it(p), rq_clock(rq));
+	hpc_task_tick(hpc_it(p), hpc_clock());
 	hpc_account_sibling(rq, p);
 	hpc_snap_publish(cpu_of(rq), p);
 	/* Picked just as its CPU ran out of budget: leave at once. */
@@ -646,7 +644,7 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 
 static void task_fork_hpc(struct task_struct *p)
 {
-	hpc_entity_init(p, local_clock());
+	hpc_entity_init(p, hpc_clock());
 }
 
 static void task_dead_hpc(struct task_struct *p)
@@ -658,7 +656,7 @@ static void switching_to_hpc(struct rq *rq, struct task_struct *p)
 {
 	/* Back from a priority boost: keep the iteration state. */
 	if (!p->hpc.active)
-		hpc_entity_init(p, rq_clock(rq));
+		hpc_entity_init(p, hpc_clock());
 }
 
 static void switched_from_hpc(struct rq *rq, struct task_struct *p)
@@ -800,6 +798,7 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 	}
 	seq_puts(m, "policy: hpc\n");
 	seq_printf(m, "iterations: %llu\n", t.nr_iter);
+	seq_printf(m, "judgements: %llu\n", t.nr_judged);
 	seq_printf(m, "last_run_ns: %llu\n", t.last_run);
 	seq_printf(m, "last_wait_ns: %llu\n", t.last_wait);
 	seq_printf(m, "last_util: %u\n", t.last_util);
@@ -950,61 +949,66 @@ static ssize_t queue_store(struct kobject *kobj, struct kobj_attribute *attr,
 	return ret ? ret : count;
 }
 
-static ssize_t timeslice_us_show(struct kobject *kobj,
-				 struct kobj_attribute *attr, char *buf)
-{
-	struct hpc_conf c;
+/* The class's own numeric knobs: a field of struct hpc_conf and its range. */
+struct hpc_u32_knob {
+	const char *name;
+	size_t offset;
+	u32 min;
+	u32 max;
+};
 
-	hpc_conf_read(&c);
-	return sysfs_emit(buf, "%u\n", c.timeslice_us);
+static const struct hpc_u32_knob hpc_u32_knobs[] = {
+	{ "timeslice_us", offsetof(struct hpc_conf, timeslice_us),
+	  HPC_MIN_TIMESLICE_US, HPC_MAX_TIMESLICE_US },
+	{ "emul_period_us", offsetof(struct hpc_conf, emul_period_us),
+	  HPC_MIN_EMUL_PERIOD_US, HPC_MAX_EMUL_PERIOD_US },
+};
+
+struct hpc_u32_arg {
+	const struct hpc_u32_knob *knob;
+	u32 val;
+};
+
+static const struct hpc_u32_knob *hpc_u32_knob(const struct attribute *attr)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(hpc_u32_knobs); i++)
+		if (!strcmp(hpc_u32_knobs[i].name, attr->name))
+			return &hpc_u32_knobs[i];
+	return NULL;
 }
 
-static int hpc_set_timeslice(struct hpc_conf *c, void *arg)
+static int hpc_set_u32(struct hpc_conf *c, void *arg)
 {
-	c->timeslice_us = *(u32 *)arg;
+	struct hpc_u32_arg *a = arg;
+
+	*(u32 *)((char *)c + a->knob->offset) = a->val;
 	return 0;
 }
 
-static ssize_t timeslice_us_store(struct kobject *kobj,
-				  struct kobj_attribute *attr,
-				  const char *buf, size_t count)
+static ssize_t u32_knob_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
 {
-	u32 val;
-	int ret;
-
-	if (kstrtou32(buf, 10, &val) || val < HPC_MIN_TIMESLICE_US ||
-	    val > HPC_MAX_TIMESLICE_US)
-		return -EINVAL;
-	ret = hpc_conf_update(hpc_set_timeslice, &val);
-	return ret ? ret : count;
-}
-
-static ssize_t emul_period_us_show(struct kobject *kobj,
-				   struct kobj_attribute *attr, char *buf)
-{
+	const struct hpc_u32_knob *k = hpc_u32_knob(&attr->attr);
 	struct hpc_conf c;
 
+	if (!k)
+		return -EINVAL;
 	hpc_conf_read(&c);
-	return sysfs_emit(buf, "%u\n", c.emul_period_us);
+	return sysfs_emit(buf, "%u\n", *(u32 *)((char *)&c + k->offset));
 }
 
-static int hpc_set_emul_period(struct hpc_conf *c, void *arg)
+static ssize_t u32_knob_store(struct kobject *kobj, struct kobj_attribute *attr,
+			      const char *buf, size_t count)
 {
-	c->emul_period_us = *(u32 *)arg;
-	return 0;
-}
-
-static ssize_t emul_period_us_store(struct kobject *kobj,
-				    struct kobj_attribute *attr,
-				    const char *buf, size_t count)
-{
-	u32 val;
+	struct hpc_u32_arg a = { .knob = hpc_u32_knob(&attr->attr) };
 	int ret;
 
-	if (kstrtou32(buf, 10, &val) || val < HPC_MIN_EMUL_PERIOD_US ||
-	    val > HPC_MAX_EMUL_PERIOD_US)
+	if (!a.knob || kstrtou32(buf, 10, &a.val) || a.val < a.knob->min ||
+	    a.val > a.knob->max)
 		return -EINVAL;
-	ret = hpc_conf_update(hpc_set_emul_period, &val);
+	ret = hpc_conf_update(hpc_set_u32, &a);
 	return ret ? ret : count;
 }
 
@@ -1048,9 +1052,10 @@ HPC_PARAM_ATTR(heuristic);
 HPC_PARAM_ATTR(min_wait_us);
 
 static struct kobj_attribute hpc_attr_queue = __ATTR_RW(queue);
-static struct kobj_attribute hpc_attr_timeslice_us = __ATTR_RW(timeslice_us);
+static struct kobj_attribute hpc_attr_timeslice_us =
+	__ATTR(timeslice_us, 0644, u32_knob_show, u32_knob_store);
 static struct kobj_attribute hpc_attr_emul_period_us =
-	__ATTR_RW(emul_period_us);
+	__ATTR(emul_period_us, 0644, u32_knob_show, u32_knob_store);
 static struct kobj_attribute hpc_attr_backend = __ATTR_RO(backend);
 static struct kobj_attribute hpc_attr_prio_range = __ATTR_RO(prio_range);
 static struct kobj_attribute hpc_attr_smt_pairs = __ATTR_RO(smt_pairs);

@@ -10,7 +10,8 @@
  * share of single-thread speed a POWER5 context gets at that priority pair.
  * When a CPU has used its budget it is throttled: its SCHED_HPC tasks are
  * not picked, fair and idle tasks run, until the period timer refills the
- * budget. A CPU whose sibling has no SCHED_HPC work runs unthrottled, as a
+ * budget. An expiry timer ends the budget on time; ticks and switches only
+ * charge what ran. A CPU whose sibling has no SCHED_HPC work runs unthrottled, as a
  * context in single-thread mode would.
  *
  * Each CPU publishes its own state (busy, applied priority) in one word that
@@ -36,6 +37,17 @@ static DEFINE_PER_CPU(struct irq_work, hpc_emul_kick);
 static struct rq *hpc_emul_rq(struct hrtimer *timer)
 {
 	return container_of(timer, struct rq, hpc.emul_timer);
+}
+
+/* Arm the expiry timer for the rest of @rq's budget in this period. */
+static void hpc_emul_arm_expiry(struct rq *rq)
+{
+	if (!rq->hpc.emul_limited || rq->hpc.throttled ||
+	    rq->hpc.emul_used >= rq->hpc.emul_quota)
+		return;
+	hrtimer_start(&rq->hpc.emul_expiry,
+		      ns_to_ktime(rq->hpc.emul_quota - rq->hpc.emul_used),
+		      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
 static void hpc_emul_start_timer(struct rq *rq)
@@ -81,6 +93,7 @@ static void hpc_emul_recompute(struct rq *rq)
 	} else if (rq->hpc.throttled) {
 		hpc_unthrottle(rq);
 	}
+	hpc_emul_arm_expiry(rq);
 }
 
 /* Publish @rq's state; if it changed, make the sibling recompute too. */
@@ -123,9 +136,10 @@ static enum hrtimer_restart hpc_emul_period_fn(struct hrtimer *timer)
 	if (rq->curr->sched_class == &hpc_sched_class)
 		rq->curr->sched_class->update_curr(rq);
 	/*
-	 * New period. Budgets are charged at ticks and switches, so a CPU
-	 * can overrun its quota: carry the overrun (up to one period) into
-	 * the new period, so that the average share stays exact.
+	 * New period. The expiry timer can fire late (a CPU with interrupts
+	 * off, a virtual CPU not scheduled), so a CPU can overrun its quota:
+	 * carry the overrun (up to one period) into the new period, so that
+	 * the average share stays exact.
 	 */
 	if (rq->hpc.emul_limited && rq->hpc.emul_used > rq->hpc.emul_quota)
 		rq->hpc.emul_used = min(rq->hpc.emul_used - rq->hpc.emul_quota,
@@ -140,6 +154,32 @@ static enum hrtimer_restart hpc_emul_period_fn(struct hrtimer *timer)
 		ret = HRTIMER_RESTART;
 	} else {
 		rq->hpc.emul_timer_active = 0;
+	}
+	rq_unlock_irqrestore(rq, &rf);
+	return ret;
+}
+
+/*
+ * The budget of @rq ran out, if a SCHED_HPC task ran all along: charge it
+ * (the class throttles the CPU at the quota), or wait for the rest.
+ */
+static enum hrtimer_restart hpc_emul_expiry_fn(struct hrtimer *timer)
+{
+	struct rq *rq = container_of(timer, struct rq, hpc.emul_expiry);
+	enum hrtimer_restart ret = HRTIMER_NORESTART;
+	struct rq_flags rf;
+
+	rq_lock_irqsave(rq, &rf);
+	update_rq_clock(rq);
+	if (rq->curr->sched_class == &hpc_sched_class) {
+		rq->curr->sched_class->update_curr(rq);
+		if (rq->hpc.emul_limited && !rq->hpc.throttled &&
+		    rq->hpc.emul_used < rq->hpc.emul_quota) {
+			hrtimer_forward_now(timer,
+					    ns_to_ktime(rq->hpc.emul_quota -
+							rq->hpc.emul_used));
+			ret = HRTIMER_RESTART;
+		}
 	}
 	rq_unlock_irqrestore(rq, &rf);
 	return ret;
@@ -179,6 +219,7 @@ static void hpc_emul_rq_offline(struct rq *rq)
 	hpc_emul_publish(rq, 0);
 	if (hrtimer_try_to_cancel(&rq->hpc.emul_timer) >= 0)
 		rq->hpc.emul_timer_active = 0;
+	hrtimer_try_to_cancel(&rq->hpc.emul_expiry);
 }
 
 static void hpc_emul_init_rq(struct rq *rq, int cpu)
@@ -188,6 +229,9 @@ static void hpc_emul_init_rq(struct rq *rq, int cpu)
 	hrtimer_init(&rq->hpc.emul_timer, CLOCK_MONOTONIC,
 		     HRTIMER_MODE_REL_PINNED_HARD);
 	rq->hpc.emul_timer.function = hpc_emul_period_fn;
+	hrtimer_init(&rq->hpc.emul_expiry, CLOCK_MONOTONIC,
+		     HRTIMER_MODE_REL_PINNED_HARD);
+	rq->hpc.emul_expiry.function = hpc_emul_expiry_fn;
 	rq->hpc.emul_timer_active = 0;
 	rq->hpc.emul_limited = 0;
 	rq->hpc.emul_used = 0;

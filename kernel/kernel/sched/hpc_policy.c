@@ -252,6 +252,8 @@ void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
 	t->last_run = 0;
 	t->last_wait = 0;
 	t->nr_iter = 0;
+	t->judged_at = 0;
+	t->nr_judged = 0;
 	t->last_util = 0;
 	t->global_util = 0;
 	t->heur_util = 0;
@@ -337,32 +339,49 @@ int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
 
 /*
  * The task on the sibling context (snapshot @peer) has closed an iteration.
- * A task on the critical path never waits, so it would never close an
- * iteration and never be judged: if @t has not waited through the sibling's
- * last iteration, its iteration closes now with no wait, judged against the
- * sibling's iteration that just closed. @t qualifies when it has closed
- * nothing since the sibling's latest close, and its own last close was
- * either before the sibling's last iteration began or one of these no-wait
- * closes (the previous cycle's, which may come a tick after the sibling's
- * wake-up). Idempotent: once closed, @t no longer qualifies until the
- * sibling closes again.
- * Returns 1 if an iteration closed, 0 otherwise.
+ * A task on the critical path never waits, so its own iterations never close
+ * and it would never be judged. It is judged here instead, without closing
+ * anything (its accounting stays exactly what its own run/sleep says): on
+ * the utilisation its open iteration would have if it closed now, against
+ * the sibling's iteration that just closed.
+ *
+ * @t qualifies when it is runnable, its open iteration spans the sibling's
+ * whole last iteration, and it is overdue: it has closed nothing yet, or its
+ * open iteration already lasts longer than its last closed one. A task that
+ * waits regularly, only with a longer period than its sibling, is judged at
+ * its own wake-ups, not mid-compute (where its live utilisation would look
+ * high whatever its real one). Idempotent: each sibling iteration judges @t
+ * at most once (t->judged_at).
+ * Returns 1 if @t was judged (t->prio may have changed), 0 otherwise.
  */
-int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
-			    const struct hpc_params *p,
-			    const struct hpc_task *peer)
+int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
+			   const struct hpc_params *p,
+			   const struct hpc_task *peer)
 {
-	u64 peer_prev_start;
+	u64 peer_prev_start, open;
+	u32 live, global;
 
 	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter ||
-	    now < peer->iter_start || t->iter_start >= peer->iter_start)
+	    now < peer->iter_start || t->judged_at == peer->iter_start)
 		return 0;
 	peer_prev_start = hpc_since(peer->iter_start,
 				    peer->last_run + peer->last_wait);
-	if (t->iter_start > peer_prev_start && t->last_wait)
+	if (t->iter_start > peer_prev_start)
 		return 0;
+	open = hpc_since(now, t->iter_start);
+	if (t->nr_iter && open <= t->last_run + t->last_wait)
+		return 0;
+
 	hpc_task_tick(t, now);
-	hpc_close(t, now, 0, p, hpc_classify(peer->last_util, p));
+	live = hpc_util(t->cur_run, open);
+	global = hpc_util(t->sum_run + t->cur_run, t->sum_total + open);
+	t->heur_util = hpc_heur_util(p, t->global_util, t->nr_iter, global,
+				     live);
+	t->judged_at = peer->iter_start;
+	t->nr_judged++;
+	t->prev_prio = t->prio;
+	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
+			     hpc_classify(peer->last_util, p), p);
 	return 1;
 }
 

@@ -12,9 +12,9 @@
  * least min_wait_us; shorter waits (page faults, short I/O, lock hand-offs)
  * are counted as compute. When an iteration closes, the heuristic picks the
  * hardware priority the task runs its next compute phase with. A task on the
- * critical path never waits: its iteration closes when its SMT sibling
- * closes one after it computed through all of it (hpc_task_sibling_closed(),
- * called from the tick), so it is judged every cycle of the pair too.
+ * critical path never waits, so its iteration never closes: it is judged,
+ * without closing anything, each time its SMT sibling closes an iteration it
+ * computed through (hpc_task_sibling_judge(), called from the tick).
  *
  * See Documentation/scheduler/sched-hpc-policy.rst for the rule.
  */
@@ -59,6 +59,18 @@ struct hpc_params {
 #define HPC_DEF_HEURISTIC	HPC_HEUR_UNIFORM
 #define HPC_DEF_MIN_WAIT_US	100
 #define HPC_MAX_MIN_WAIT_US	1000000
+
+/*
+ * The schedulers' own knobs (not policy), with the same names, defaults and
+ * ranges in the kernel class, scx_hpc and the tools: the round-robin time
+ * slice and the bandwidth period of the SMT emulation, in microseconds.
+ */
+#define HPC_DEF_TIMESLICE_US	100000
+#define HPC_MIN_TIMESLICE_US	1000
+#define HPC_MAX_TIMESLICE_US	1000000
+#define HPC_DEF_EMUL_PERIOD_US	10000
+#define HPC_MIN_EMUL_PERIOD_US	1000
+#define HPC_MAX_EMUL_PERIOD_US	1000000
 
 /* The priorities a mechanism backend can apply. */
 struct hpc_prio_range {
@@ -132,6 +144,8 @@ struct hpc_task {
 	u64 last_run;		/* t_R of the last closed iteration */
 	u64 last_wait;		/* t_W of the last closed iteration */
 	u64 nr_iter;		/* closed iterations */
+	u64 judged_at;		/* sibling's iter_start it was last judged on */
+	u64 nr_judged;		/* judgements by hpc_task_sibling_judge() */
 	u32 last_util;		/* U of the last closed iteration */
 	u32 global_util;	/* U over all closed iterations */
 	u32 heur_util;		/* what the heuristic decided on */
@@ -144,9 +158,9 @@ void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
 void hpc_task_sleep(struct hpc_task *t, u64 now);
 int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
 		    int peer_class);
-int hpc_task_sibling_closed(struct hpc_task *t, u64 now,
-			    const struct hpc_params *p,
-			    const struct hpc_task *peer);
+int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
+			   const struct hpc_params *p,
+			   const struct hpc_task *peer);
 void hpc_task_tick(struct hpc_task *t, u64 now);
 u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
 

@@ -21,10 +21,15 @@ light=$(sed -n 's/^light_pid=//p' /tmp/mb)
 $SCX_HPC --dump-tasks | sed 's/^/# /'
 hp=$(task_field "$heavy" prio); lp=$(task_field "$light" prio)
 hi=$(task_field "$heavy" iterations); li=$(task_field "$light" iterations)
+hj=$(task_field "$heavy" judgements); lj=$(task_field "$light" judgements)
 ht=$(task_field "$heavy" throttled_ns); lt=$(task_field "$light" throttled_ns)
-diag "heavy pid $heavy prio $hp iter $hi throttled_ns $ht; light pid $light prio $lp iter $li throttled_ns $lt"
-check "heavy closes iterations ($hi)" test "${hi:-0}" -ge 20
-check "light closes iterations ($li)" test "${li:-0}" -ge 20
+diag "heavy pid $heavy prio $hp iter $hi judged $hj throttled_ns $ht; light pid $light prio $lp iter $li throttled_ns $lt"
+# The heavy worker never waits: it is decided on at its sibling's closes.
+check "heavy decided on every cycle ($hi iterations + $hj judgements)" \
+	test $(( ${hi:-0} + ${hj:-0} )) -ge 20
+# Once balanced, the light one hardly waits either.
+check "light decided on every cycle ($li iterations + $lj judgements)" \
+	test $(( ${li:-0} + ${lj:-0} )) -ge 20
 check "heavy raised to 5..6 (prio $hp)" test "${hp:-0}" -ge 5 -a "${hp:-0}" -le 6
 check "light kept at 4 (prio $lp)" test "${lp:-0}" = 4
 check "bandwidth emulation held tasks back (throttled $ht + $lt ns)" test $(( ${ht:-0} + ${lt:-0} )) -gt 0

@@ -5,8 +5,8 @@
  * with 4x the load of the other, synchronised every iteration through a
  * process-shared pthread barrier. The heavy worker must end at priority 5
  * or 6, the light one at 4. The heavy worker arrives last at the barrier
- * and never sleeps: its iterations close through its sibling's
- * (hpc_task_sibling_closed() on the tick).
+ * and never sleeps: it is judged when its sibling closes an iteration
+ * (hpc_task_sibling_judge() on the tick).
  */
 #include "hpctest.h"
 
@@ -77,14 +77,22 @@ int main(void)
 	hh = &sh->st[0];
 	hl = &sh->st[1];
 
-	tap_diag("heavy: iterations %lld last_util %lld global_util %lld prio %lld throttled_ns %lld",
-		 hh->v[HS_ITERATIONS], hh->v[HS_LAST_UTIL], hh->v[HS_GLOBAL_UTIL],
-		 hh->v[HS_PRIO], hh->v[HS_THROTTLED_NS]);
-	tap_diag("light: iterations %lld last_util %lld global_util %lld prio %lld throttled_ns %lld",
-		 hl->v[HS_ITERATIONS], hl->v[HS_LAST_UTIL], hl->v[HS_GLOBAL_UTIL],
-		 hl->v[HS_PRIO], hl->v[HS_THROTTLED_NS]);
-	tap_ok(hh->hpc && hh->v[HS_ITERATIONS] >= ITERS / 2, "heavy closes iterations");
-	tap_ok(hl->hpc && hl->v[HS_ITERATIONS] >= ITERS / 2, "light closes iterations");
+	tap_diag("heavy: iterations %lld judgements %lld last_util %lld global_util %lld heur_util %lld prio %lld throttled_ns %lld",
+		 hh->v[HS_ITERATIONS], hh->v[HS_JUDGEMENTS], hh->v[HS_LAST_UTIL],
+		 hh->v[HS_GLOBAL_UTIL], hh->v[HS_HEUR_UTIL], hh->v[HS_PRIO],
+		 hh->v[HS_THROTTLED_NS]);
+	tap_diag("light: iterations %lld judgements %lld last_util %lld global_util %lld heur_util %lld prio %lld throttled_ns %lld",
+		 hl->v[HS_ITERATIONS], hl->v[HS_JUDGEMENTS], hl->v[HS_LAST_UTIL],
+		 hl->v[HS_GLOBAL_UTIL], hl->v[HS_HEUR_UTIL], hl->v[HS_PRIO],
+		 hl->v[HS_THROTTLED_NS]);
+	/* It never waits: decided on at its sibling's closes, mostly. */
+	tap_ok(hh->hpc && hh->v[HS_ITERATIONS] + hh->v[HS_JUDGEMENTS] >= ITERS / 2,
+	       "heavy decided on every cycle (%lld iterations + %lld judgements)",
+	       hh->v[HS_ITERATIONS], hh->v[HS_JUDGEMENTS]);
+	/* Once balanced, the light one hardly waits either. */
+	tap_ok(hl->hpc && hl->v[HS_ITERATIONS] + hl->v[HS_JUDGEMENTS] >= ITERS / 2,
+	       "light decided on every cycle (%lld iterations + %lld judgements)",
+	       hl->v[HS_ITERATIONS], hl->v[HS_JUDGEMENTS]);
 	tap_ok(hh->v[HS_PRIO] >= 5 && hh->v[HS_PRIO] <= 6, "heavy raised to 5..6 (prio %lld)",
 	       hh->v[HS_PRIO]);
 	tap_ok(hl->v[HS_PRIO] == 4, "light kept at 4 (prio %lld)", hl->v[HS_PRIO]);

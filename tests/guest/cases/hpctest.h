@@ -417,6 +417,7 @@ static inline int hpc_available(void)
 
 enum {
 	HS_ITERATIONS,
+	HS_JUDGEMENTS,
 	HS_LAST_RUN_NS,
 	HS_LAST_WAIT_NS,
 	HS_LAST_UTIL,
@@ -428,7 +429,7 @@ enum {
 };
 
 static const char *const hs_names[HS_NR] = {
-	"iterations", "last_run_ns", "last_wait_ns", "last_util",
+	"iterations", "judgements", "last_run_ns", "last_wait_ns", "last_util",
 	"global_util", "heur_util", "prio", "throttled_ns",
 };
 

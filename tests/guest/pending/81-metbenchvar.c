@@ -1,13 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * PENDING (moved out of tests/guest/cases at 21:00 UTC, 2026-11-22, by the test engineer).
- * Fails intermittently on the series patches/0001-0005 (same cause as
- * 23-rule/80-metbench): smp2 run: the heavy worker never climbed in any
- * phase ("end of phase 0/1/2: heavy at 5/6 (w0 4, w1 4)", "w0's priority
- * changed 0 times"); heavy last_util 36-91 % per iteration. Passed on smp4
- * and in an earlier smp2 run. Latest series build (20:41): smp2 failed
- * (heavy at 4 in all phases, w0 never changed), smp4 passed. Move back
- * when it passes reliably.
+ * PENDING: smp2 followed the first two swaps within 2-3 iterations but not
+ * the third (heavy w0 stayed at 4 in phase 2); smp4 missed phase 1 on the
+ * second core, where, as in 80-metbench, the 4-worker barrier makes the
+ * heavy worker of the faster core medium. Move back when it passes reliably.
  */
 /*
  * 81-metbenchvar: MetBenchVar, the MetBench shape of metbench.h whose loads

@@ -151,17 +151,20 @@ TEST(Engine, RecordsDriveThePolicyCore)
 	EXPECT_EQ(l.quota.quota_us, 6000);
 }
 
-TEST(Engine, SilentCriticalPathJudgedBySiblingClosed)
+TEST(Engine, SilentCriticalPathJudgedBySibling)
 {
 	// A task without the monitor (/proc events) that never sleeps is
-	// closed when its sibling closes (hpc_task_sibling_closed).
+	// judged when its sibling closes an iteration (hpc_task_sibling_judge):
+	// busy (100 %) next to a low sibling, one step up; nothing closes.
 	Engine e;
 	e.add(1, "busy", "d", -1, 0);
 	e.add(2, "light", "d", -1, 0);
 	e.sleep(2, 250 * ms);
 	EXPECT_TRUE(e.wakeup(2, 1000 * ms));
-	EXPECT_EQ(e.find(1)->t.nr_iter, 1u);
-	EXPECT_EQ(e.find(1)->t.last_util, 10000u);
+	EXPECT_EQ(e.find(1)->t.nr_iter, 0u);
+	EXPECT_EQ(e.find(1)->t.nr_judged, 1u);
+	EXPECT_EQ(e.find(1)->t.heur_util, 10000u);
+	EXPECT_EQ(e.find(1)->t.prio, 5u);
 	// A monitored rank silent for more than two sibling iterations too.
 	Engine m;
 	m.add(1, "r0", "j", 0, 0);
@@ -171,12 +174,13 @@ TEST(Engine, SilentCriticalPathJudgedBySiblingClosed)
 	m.flush(30 * ms, 20 * ms);       // it did not
 	EXPECT_FALSE(m.find(2)->pending);
 	EXPECT_EQ(m.find(2)->t.nr_iter, 1u);
-	EXPECT_EQ(m.find(1)->t.nr_iter, 0u); // it may still report
+	EXPECT_EQ(m.find(1)->t.nr_judged, 0u); // it may still report
 	m.record(rec(2, 1, 1, 250 * ms, 750 * ms, 2000 * ms));
 	m.record(rec(2, 1, 2, 250 * ms, 750 * ms, 3000 * ms)); // applies the held one
 	m.flush(100 * ms, 20 * ms);
 	EXPECT_EQ(m.find(2)->t.nr_iter, 3u);
-	EXPECT_EQ(m.find(1)->t.nr_iter, 1u);
+	EXPECT_EQ(m.find(1)->t.nr_iter, 0u);
+	EXPECT_EQ(m.find(1)->t.nr_judged, 1u);
 }
 
 TEST(Engine, ProcEventsCloseIterations)

@@ -1,21 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * PENDING (moved out of tests/guest/cases at 21:00 UTC, 2026-11-22, by the test engineer).
- * Fails intermittently on the series patches/0001-0005: "high task next to a
- * low sibling reaches 6 (got 4)". A task computing 40 ms / sleeping 1 ms,
- * alone, reports heur_util (uniform = global) 97-99 %; with an HPC sibling
- * on CPU 1 that closes an iteration every ~22 ms it closes 2 iterations per
- * own sleep (the sibling-closed rule, hpc_task_sibling_closed()) and its
- * heur_util drops to 45-83 % (log: 4509 6283 6840 7551 7837 8077 8268 8328),
- * so it is "medium" and never steps up. The ABI defines U = t_R / t_i of
- * the iteration closed at a wake-up after a wait >= min_wait_us; the
- * sibling-closed iterations make global U far too low (time counted twice
- * in sum_total?). Also "two medium tasks hold 4": both went to 5 in the
- * same run. One earlier run passed. Latest series build (20:41): smp2 and
- * smp4 both fail "two medium/high tasks on a pair both hold prio 4". Move
- * back when it passes reliably.
- */
-/*
  * 23-rule: the priority rule on real tasks, in controlled shapes.
  *
  *  - a high task (U ~ 97 %) with no HPC task on its emulated sibling holds
