@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <poll.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -59,6 +60,8 @@ nlohmann::json ControlClient::call(const nlohmann::json &req)
 	while ((nl = buf_.find('\n')) == std::string::npos) {
 		char b[65536];
 		ssize_t n = ::recv(fd_, b, sizeof b, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			throw std::runtime_error(
 				"hpcd closed the control connection without a reply");
@@ -70,6 +73,34 @@ nlohmann::json ControlClient::call(const nlohmann::json &req)
 		return nlohmann::json::parse(reply);
 	} catch (const nlohmann::json::exception &e) {
 		throw std::runtime_error(std::string("hpcd sent a malformed reply: ") + e.what());
+	}
+}
+
+int ControlClient::read_line(std::string &line, int timeout_ms)
+{
+	for (;;) {
+		size_t nl = buf_.find('\n');
+		if (nl != std::string::npos) {
+			line = buf_.substr(0, nl);
+			buf_.erase(0, nl + 1);
+			return 1;
+		}
+		if (fd_ < 0)
+			return -1;
+		pollfd p{fd_, POLLIN, 0};
+		int r = ::poll(&p, 1, timeout_ms);
+		if (r < 0 && errno == EINTR)
+			return 0;
+		if (r == 0)
+			return 0;
+		char b[65536];
+		ssize_t n = ::recv(fd_, b, sizeof b, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n <= 0)
+			return -1;
+		buf_.append(b, static_cast<size_t>(n));
+		timeout_ms = 0;
 	}
 }
 

@@ -17,6 +17,10 @@ public:
 	bool connect(const std::string &path);
 	// Send a request and wait for its reply; throws std::runtime_error.
 	nlohmann::json call(const nlohmann::json &req);
+	// The next line of a stream (after a "watch" request): 1 and the line,
+	// 0 if none came within `timeout_ms`, -1 when hpcd closed the
+	// connection.
+	int read_line(std::string &line, int timeout_ms);
 	void close();
 
 private:
