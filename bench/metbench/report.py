@@ -2,6 +2,7 @@
 """Paper-style report of MetBench runs: the Table III shape and a timeline.
 
 usage: report.py DIR [--png FILE] [--title TEXT]
+       report.py --timeline [LABEL=]CSV ... --png FILE [--title TEXT]
 
 DIR holds, for each way W run (baseline, static, uniform, adaptive, in that
 order when present): W.json (metbench --json), W.csv (metbench --trace) and
@@ -9,6 +10,9 @@ optionally W.prio (one line per worker: "P<n> <final priority>").
 Prints per worker % compute, priority and the execution time with the gain
 over the baseline; with --png, draws per-rank timelines like the paper's
 figures (compute dark, wait light), one panel per way.
+
+With --timeline (repeatable) it only draws: one panel per CSV in the
+metbench --trace form (`hpcctl report --plot` passes its trace this way).
 """
 import argparse
 import csv
@@ -62,12 +66,13 @@ def table(runs):
     return "\n".join(out)
 
 
-def timeline(runs, png, title):
+def timeline(panels, png, title):
+    """panels: [(panel title, metbench --trace rows)]"""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(w, t) for w, _, _, t in runs if t]
+    panels = [(w, t) for w, t in panels if t]
     if not panels:
         sys.exit("report.py: no traces (W.csv) for the timeline")
     fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.6 + 1.1 * len(panels) * 2), squeeze=False)
@@ -83,7 +88,7 @@ def timeline(runs, png, title):
         ax.set_yticks(range(len(procs)))
         ax.set_yticklabels(procs)
         ax.invert_yaxis()
-        ax.set_title(way.capitalize(), loc="left", fontsize=10)
+        ax.set_title(way, loc="left", fontsize=10)
         ax.set_xlabel("time (s)")
     fig.suptitle(title + "  (dark: compute, light: wait)")
     fig.tight_layout()
@@ -92,14 +97,33 @@ def timeline(runs, png, title):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dir")
+    ap.add_argument("dir", nargs="?")
     ap.add_argument("--png")
     ap.add_argument("--title", default="MetBench")
+    ap.add_argument("--timeline", action="append", default=[], metavar="[LABEL=]CSV",
+                    help="draw this trace (metbench --trace CSV) instead of DIR's runs")
     a = ap.parse_args()
+    if a.timeline:
+        if a.dir or not a.png:
+            ap.error("--timeline draws only: give --png and no DIR")
+        panels = []
+        for spec in a.timeline:
+            label, _, path = spec.rpartition("=")
+            label = label or os.path.splitext(os.path.basename(path))[0]
+            try:
+                with open(path) as f:
+                    panels.append((label, list(csv.DictReader(f))))
+            except OSError as e:
+                sys.exit("report.py: cannot read %s: %s" % (path, e.strerror))
+        timeline(panels, a.png, a.title)
+        print("timeline: " + a.png)
+        return
+    if not a.dir:
+        ap.error("give DIR, or --timeline CSV")
     runs = load(a.dir)
     print(table(runs))
     if a.png:
-        timeline(runs, a.png, a.title)
+        timeline([(w.capitalize(), t) for w, _, _, t in runs], a.png, a.title)
         print("timeline: " + a.png)
 
 

@@ -4,25 +4,37 @@
 //   hpcctl run [--heuristic uniform|adaptive] [--set K=V]... -- CMD [ARGS...]
 //   hpcctl get [KEY]        hpcctl set KEY=VALUE...
 //   hpcctl top [--once]     hpcctl status
+//   hpcctl trace -o FILE [--duration SEC] [--perfetto F] [--paraver BASE] [-- CMD...]
+//   hpcctl report FILE [--plot PNG] [--perfetto F] [--paraver BASE]
 //
 // Exit codes: 0 ok, 1 failure, 2 invalid KEY=VALUE (nothing changed), 3 hpcd
 // not reachable, 64 usage error, 65 `run` without `--` or without a command,
-// 126 command not executable, 127 command not found; `run` otherwise exits
-// with the command's status (128+N if killed by signal N).
+// 126 command not executable, 127 command not found; `run` (and `trace --
+// CMD`) otherwise exits with the command's status (128+N if killed by
+// signal N).
 #include "client.hpp"
 #include "control.hpp"
 #include "params_text.hpp"
 #include "system.hpp"
+#include "trace.hpp"
+#include "tracefs.hpp"
 
 #include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <memory>
+#include <numa.h>
+#include <numaif.h>
 #include <sched.h>
+#include <set>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -33,6 +45,7 @@
 
 using nlohmann::json;
 using namespace hpcd;
+namespace trace = hpcd::trace;
 
 namespace
 {
@@ -61,7 +74,10 @@ struct Failure {
 }
 
 struct Opts {
-	std::string socket, sysfs, backend = "auto", hpcd_bin, heuristic, key;
+	std::string socket, sysfs, backend = "auto", hpcd_bin, heuristic, key, membind;
+	std::string output, perfetto, paraver, plot, title, input, tracefs;
+	double duration = 0;
+	bool force = false;
 	std::vector<std::string> settings, cmd;
 	bool once = false, json_out = false;
 	double interval = 1.0;
@@ -348,23 +364,174 @@ int exec_status(int st)
 	return kFail;
 }
 
-[[noreturn]] void exec_cmd(const std::vector<std::string> &cmd)
+std::vector<char *> argv_of(const std::vector<std::string> &cmd)
 {
 	std::vector<char *> argv;
 	for (auto &a : cmd)
 		argv.push_back(const_cast<char *>(a.c_str()));
 	argv.push_back(nullptr);
+	return argv;
+}
+
+[[noreturn]] void exec_cmd(const std::vector<std::string> &cmd)
+{
+	auto argv = argv_of(cmd);
 	::execvp(argv[0], argv.data());
 	int e = errno;
 	std::cerr << "hpcctl: cannot run '" << cmd[0] << "': " << std::strerror(e) << "\n";
 	::_exit(e == ENOENT ? kNotFound : kNoExec);
 }
 
+// --membind NODES: every node must exist (libnuma); checked before anything
+// starts.
+std::vector<int> check_membind(const std::string &s)
+{
+	if (s.empty())
+		return {};
+	auto nodes = parse_cpulist(s);
+	if (!nodes)
+		fail(kUsage, "--membind: '" + s + "' is not a list of NUMA nodes (e.g. 0 or 0-1)");
+	if (numa_available() < 0)
+		fail(kFail, "--membind: this kernel has no NUMA memory policy");
+	std::vector<int> have;
+	for (int n = 0; n <= numa_max_node(); n++)
+		if (numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(n)))
+			have.push_back(n);
+	for (int n : *nodes)
+		if (std::find(have.begin(), have.end(), n) == have.end())
+			fail(kUsage,
+			     fmt::format("--membind: NUMA node {} does not exist (nodes: {})", n,
+					 format_cpulist(have)));
+	return *nodes;
+}
+
+// Bind the calling process's memory (and, inherited, its command's) to
+// `nodes`. -1 and errno on failure.
+int apply_membind(const std::vector<int> &nodes)
+{
+	constexpr size_t kBits = 8 * sizeof(unsigned long);
+	unsigned long mask[1024 / kBits] = {};
+	for (int n : nodes)
+		mask[static_cast<size_t>(n) / kBits] |= 1ul << (static_cast<size_t>(n) % kBits);
+	return static_cast<int>(set_mempolicy(MPOL_BIND, mask, sizeof mask * 8));
+}
+
+// A command forked to run under SCHED_HPC: it waits until go(), then binds
+// its memory (--membind), enters SCHED_HPC (kernel class) and execs. What
+// fails in it comes back through `err` (close-on-exec: EOF = it execs).
+struct Child {
+	pid_t pid = -1;
+	int gate = -1, err = -1;
+};
+
+Child spawn(const std::vector<std::string> &cmd, const std::vector<int> &membind, bool kernel)
+{
+	int gate[2], err[2];
+	if (::pipe2(gate, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0)
+		fail(kFail, std::string("pipe: ") + std::strerror(errno));
+	pid_t child = ::fork();
+	if (child < 0)
+		fail(kFail, std::string("fork: ") + std::strerror(errno));
+	if (child == 0) {
+		::close(gate[1]);
+		::close(err[0]);
+		char go = 0;
+		if (::read(gate[0], &go, 1) != 1 || go != 'g')
+			::_exit(kFail);
+		auto report = [&](const std::string &what, int e, int code) {
+			std::string m = what + ": " + std::strerror(e);
+			(void)!::write(err[1], m.data(), m.size());
+			::_exit(code);
+		};
+		if (!membind.empty() && apply_membind(membind) < 0)
+			report("set_mempolicy(MPOL_BIND)", errno, kFail);
+		sched_param sp{};
+		if (kernel && ::sched_setscheduler(0, kSchedHpc, &sp) < 0)
+			report("sched_setscheduler(SCHED_HPC)", errno, kFail);
+		auto argv = argv_of(cmd);
+		::execvp(argv[0], argv.data());
+		int e = errno;
+		report("cannot run '" + cmd[0] + "'", e, e == ENOENT ? kNotFound : kNoExec);
+	}
+	::close(gate[0]);
+	::close(err[1]);
+	return Child{child, gate[1], err[0]};
+}
+
+// Let the child go. "" once it has exec'd; else why it did not (and
+// `code`, its exit status).
+std::string go(Child &c, int &code)
+{
+	(void)!::write(c.gate, "g", 1);
+	::close(c.gate);
+	std::string msg;
+	char b[512];
+	ssize_t n;
+	while ((n = ::read(c.err, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			msg.append(b, static_cast<size_t>(n));
+	::close(c.err);
+	if (!msg.empty()) {
+		int st = 0;
+		while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR)
+			;
+		code = exec_status(st);
+	}
+	return msg;
+}
+
+void kill_child(Child &c)
+{
+	::kill(c.pid, SIGKILL);
+	::close(c.gate);
+	::close(c.err);
+	::waitpid(c.pid, nullptr, 0);
+}
+
 pid_t g_child = -1;
+volatile sig_atomic_t g_stop = 0;
 void forward(int sig)
 {
+	g_stop = sig;
 	if (g_child > 0)
 		::kill(g_child, sig);
+}
+
+void catch_signals()
+{
+	struct sigaction sa {
+	};
+	sa.sa_handler = forward;
+	sigemptyset(&sa.sa_mask);
+	for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+		::sigaction(s, &sa, nullptr); // no SA_RESTART: waits end early
+}
+
+// The command under hpcd: forked, added to hpcd, then let go.
+Child start_managed(const Opts &o, ControlClient &c, const std::vector<int> &membind)
+{
+	Child ch = spawn(o.cmd, membind, false);
+	g_child = ch.pid;
+	json r;
+	try {
+		r = c.call(json{{"cmd", "add"}, {"pid", ch.pid}, {"name", o.cmd[0]}});
+	} catch (...) {
+		kill_child(ch);
+		throw;
+	}
+	if (!r.value("ok", false)) {
+		kill_child(ch);
+		fail(kFail, "hpcd cannot manage the command: " + r.value("error", "?"));
+	}
+	return ch;
+}
+
+int wait_child(pid_t pid)
+{
+	int st = 0;
+	while (::waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return exec_status(st);
 }
 
 int run(const Opts &o)
@@ -373,9 +540,13 @@ int run(const Opts &o)
 	if (!o.heuristic.empty())
 		kv.push_back("heuristic=" + o.heuristic);
 	check_keys(kv);
+	const auto membind = check_membind(o.membind);
 	if (use_kernel(o)) {
 		if (!kv.empty())
 			kernel_set(o, kv);
+		if (!membind.empty() && apply_membind(membind) < 0)
+			fail(kFail,
+			     std::string("set_mempolicy(MPOL_BIND): ") + std::strerror(errno));
 		sched_param sp{};
 		sp.sched_priority = 0;
 		if (::sched_setscheduler(0, kSchedHpc, &sp) < 0)
@@ -388,42 +559,15 @@ int run(const Opts &o)
 	if (!kv.empty())
 		hpcd_set(c, kv);
 	// The child waits until hpcd manages it, then becomes the command.
-	int gate[2];
-	if (::pipe2(gate, O_CLOEXEC) < 0)
-		fail(kFail, std::string("pipe: ") + std::strerror(errno));
-	pid_t child = ::fork();
-	if (child < 0)
-		fail(kFail, std::string("fork: ") + std::strerror(errno));
-	if (child == 0) {
-		::close(gate[1]);
-		char go = 0;
-		if (::read(gate[0], &go, 1) != 1 || go != 'g')
-			::_exit(kFail);
-		exec_cmd(o.cmd);
+	catch_signals();
+	Child ch = start_managed(o, c, membind);
+	int code = 0;
+	std::string why = go(ch, code);
+	if (!why.empty()) {
+		std::cerr << "hpcctl: " << why << "\n";
+		return code;
 	}
-	::close(gate[0]);
-	g_child = child;
-	for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-		std::signal(s, forward);
-	json r;
-	try {
-		r = c.call(json{{"cmd", "add"}, {"pid", child}, {"name", o.cmd[0]}});
-	} catch (...) {
-		::kill(child, SIGKILL);
-		::waitpid(child, nullptr, 0);
-		throw;
-	}
-	if (!r.value("ok", false)) {
-		::kill(child, SIGKILL);
-		::waitpid(child, nullptr, 0);
-		fail(kFail, "hpcd cannot manage the command: " + r.value("error", "?"));
-	}
-	(void)!::write(gate[1], "g", 1);
-	::close(gate[1]);
-	int st = 0;
-	while (::waitpid(child, &st, 0) < 0 && errno == EINTR)
-		;
-	return exec_status(st);
+	return wait_child(ch.pid);
 }
 
 // ---- top / status ----------------------------------------------------------
@@ -547,9 +691,524 @@ int status(const Opts &o)
 	return kOk;
 }
 
+// ---- output files ------------------------------------------------------------
+
+std::string dir_of(const std::string &p)
+{
+	auto s = p.rfind('/');
+	if (s == std::string::npos)
+		return ".";
+	return s == 0 ? "/" : p.substr(0, s);
+}
+
+std::vector<std::string> paraver_files(std::string base)
+{
+	if (base.size() > 4 && base.compare(base.size() - 4, 4, ".prv") == 0)
+		base.resize(base.size() - 4);
+	return {base + ".prv", base + ".pcf", base + ".row"};
+}
+
+// Every file a command is to write, checked before anything happens: not
+// there yet (unless --force), not a directory, in a directory that exists
+// and may be written, no two the same.
+void check_outputs(const std::vector<std::string> &paths, bool force, const std::string &cmd)
+{
+	std::set<std::string> seen;
+	for (const auto &p : paths) {
+		if (p.empty())
+			fail(kUsage, cmd + ": an output file name is empty");
+		if (!seen.insert(p).second)
+			fail(kUsage, cmd + ": " + p + " is named twice as an output");
+		struct stat st;
+		if (::stat(p.c_str(), &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				fail(kFail, cmd + ": " + p + " is a directory");
+			if (!force)
+				fail(kFail, cmd + ": " + p + " exists (--force overwrites it)");
+		}
+		const std::string d = dir_of(p);
+		if (::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+			fail(kFail,
+			     cmd + ": cannot write " + p + ": directory " + d + " does not exist");
+		if (::access(d.c_str(), W_OK) != 0)
+			fail(kFail, cmd + ": cannot write " + p + ": " + std::strerror(errno));
+	}
+}
+
+// An output written next to its final name and renamed there by commit();
+// removed if never committed, so that a failure leaves no file.
+class TmpOut
+{
+public:
+	explicit TmpOut(std::string path) : path_(std::move(path))
+	{
+		const std::string d = dir_of(path_);
+		const std::string base = path_.substr(path_.rfind('/') + 1);
+		// Keep the extension (matplotlib picks the format from it).
+		tmp_ = d + "/.hpcctl-" + std::to_string(::getpid()) + "-" + base;
+	}
+	TmpOut(const TmpOut &) = delete;
+	~TmpOut()
+	{
+		if (!tmp_.empty())
+			::unlink(tmp_.c_str());
+	}
+	const std::string &tmp() const { return tmp_; }
+	const std::string &path() const { return path_; }
+	void write_all(const std::string &content)
+	{
+		std::ofstream f(tmp_, std::ios::trunc);
+		f << content;
+		f.close();
+		if (!f)
+			fail(kFail, "cannot write " + path_ + ": " + std::strerror(errno));
+	}
+	void commit()
+	{
+		if (::rename(tmp_.c_str(), path_.c_str()) < 0)
+			fail(kFail, "cannot write " + path_ + ": " + std::strerror(errno));
+		tmp_.clear();
+	}
+
+private:
+	std::string path_, tmp_;
+};
+
+// Perfetto JSON and Paraver files of a trace, into temporary files
+// (committed by the caller once everything is written).
+void write_exports(const trace::Trace &t, const Opts &o, std::vector<std::unique_ptr<TmpOut>> &out)
+{
+	if (!o.perfetto.empty()) {
+		out.push_back(std::make_unique<TmpOut>(o.perfetto));
+		out.back()->write_all(trace::to_perfetto(t).dump() + "\n");
+	}
+	if (!o.paraver.empty()) {
+		auto files = paraver_files(o.paraver);
+		auto pv = trace::to_paraver(t);
+		for (size_t k = 0; k < 3; k++) {
+			out.push_back(std::make_unique<TmpOut>(files[k]));
+			out.back()->write_all(k == 0 ? pv.prv : k == 1 ? pv.pcf : pv.row);
+		}
+	}
+}
+
+std::vector<std::string> export_paths(const Opts &o)
+{
+	std::vector<std::string> v;
+	if (!o.perfetto.empty())
+		v.push_back(o.perfetto);
+	if (!o.paraver.empty())
+		for (auto &f : paraver_files(o.paraver))
+			v.push_back(f);
+	return v;
+}
+
+// ---- trace -----------------------------------------------------------------------
+
+std::string hostname()
+{
+	char h[256] = {};
+	::gethostname(h, sizeof h - 1);
+	return h;
+}
+
+uint64_t unix_s()
+{
+	return static_cast<uint64_t>(std::time(nullptr));
+}
+
+// Where the recorder writes: the native file, line by line, and the same
+// trace in memory for the exports.
+struct Recorder {
+	trace::Trace t;
+	std::ofstream f;
+	std::set<int> known;
+	uint64_t missed = 0;
+	void line(const std::string &l)
+	{
+		f << l << '\n';
+		if (!f)
+			fail(kFail, "trace: cannot write the record: " +
+					    std::string(std::strerror(errno)));
+	}
+	void task(const trace::TaskInfo &ti)
+	{
+		known.insert(ti.pid);
+		t.tasks.push_back(ti);
+		line(trace::task_line(ti));
+	}
+	void iter(const trace::Iter &i)
+	{
+		t.iters.push_back(i);
+		line(trace::iter_line(i));
+	}
+	void prio(const trace::PrioChange &p)
+	{
+		t.prios.push_back(p);
+		line(trace::prio_line(p));
+	}
+};
+
+// A task hpcd reports an event of, described by the event and, if hpcd
+// still answers, by its task list; tasks recorded before that hpcd now
+// describes otherwise (mpirun found to launch ranks) are recorded again.
+void learn(Recorder &r, const json &ev, ControlClient *ctl)
+{
+	trace::TaskInfo ti;
+	ti.pid = ev.value("pid", 0);
+	ti.rank = ev.value("rank", -1);
+	ti.ctx = ev.value("ctx", -1);
+	ti.cpu = ev.value("cpu", -1);
+	ti.source = ev.value("source", std::string("proc"));
+	ti.prio = ev.value("old_prio", 0u);
+	ti.name = proc_comm(ti.pid);
+	json tasks = json::array();
+	if (ctl) {
+		try {
+			tasks = ctl->call(json{{"cmd", "list"}}).value("tasks", json::array());
+		} catch (const std::exception &) {
+			// hpcd is on its way out: what the event says will do.
+		}
+	}
+	auto describe = [](trace::TaskInfo &t, const json &x) {
+		t.name = x.value("name", t.name);
+		t.job = x.value("job", t.job);
+		t.sibling = x.value("sibling", t.sibling);
+		t.role = x.value("role", t.role);
+		t.rank = x.value("rank", t.rank);
+		t.ctx = x.value("ctx", t.ctx);
+		t.cpu = x.value("cpu", t.cpu);
+	};
+	for (auto &x : tasks) {
+		const int pid = x.value("pid", 0);
+		if (pid == ti.pid) {
+			describe(ti, x);
+			continue;
+		}
+		for (auto &known : r.t.tasks)
+			if (known.pid == pid && (x.value("role", known.role) != known.role ||
+						 x.value("rank", known.rank) != known.rank)) {
+				describe(known, x);
+				r.line(trace::task_line(known));
+			}
+	}
+	r.task(ti);
+}
+
+// One event line of hpcd's watch stream. False at its end event.
+bool hpcd_event(Recorder &r, const std::string &line, ControlClient *ctl, std::string &reason)
+{
+	json ev;
+	try {
+		ev = json::parse(line);
+	} catch (const json::exception &) {
+		fail(kFail, "trace: hpcd sent a malformed event: " + line.substr(0, 80));
+	}
+	const std::string kind = ev.value("event", std::string());
+	if (kind == "end") {
+		reason = "hpcd: " + ev.value("reason", std::string("exits"));
+		return false;
+	}
+	if (kind != "iteration" && kind != "priority")
+		return true;
+	const int pid = ev.value("pid", 0);
+	if (!r.known.count(pid))
+		learn(r, ev, ctl);
+	if (kind == "iteration") {
+		trace::Iter i;
+		i.pid = pid;
+		i.iteration = ev.value("iteration", uint64_t{0});
+		i.end_ns = ev.value("at_ns", uint64_t{0});
+		i.run_ns = ev.value("run_ns", uint64_t{0});
+		i.wait_ns = ev.value("wait_ns", uint64_t{0});
+		i.util = ev.value("util", 0u);
+		i.heur_util = ev.value("heur_util", 0u);
+		i.old_prio = ev.value("old_prio", 0u);
+		i.prio = ev.value("prio", 0u);
+		i.cpu = ev.value("cpu", -1);
+		i.weight = ev.value("weight", 0u);
+		r.missed += ev.value("missed", uint64_t{0});
+		r.iter(i);
+	} else {
+		r.prio(trace::PrioChange{pid, ev.value("at_ns", uint64_t{0}),
+					 ev.value("old_prio", 0u), ev.value("prio", 0u)});
+	}
+	return true;
+}
+
+int trace_cmd(const Opts &o)
+{
+	// Everything checked before anything starts or any file is made.
+	if (o.duration <= 0 && o.cmd.empty())
+		fail(kUsage, "trace: give --duration SEC, or a command after '--' (recorded "
+			     "until it ends)");
+	std::vector<std::string> kv = o.settings;
+	if (!o.heuristic.empty())
+		kv.push_back("heuristic=" + o.heuristic);
+	if (o.cmd.empty() && (!kv.empty() || !o.membind.empty()))
+		fail(kUsage,
+		     "trace: --set, --heuristic and --membind go with a command after '--'");
+	check_keys(kv);
+	std::vector<std::string> outs{o.output};
+	for (auto &p : export_paths(o))
+		outs.push_back(p);
+	check_outputs(outs, o.force, "trace");
+	const auto membind = check_membind(o.membind);
+	const bool kernel = use_kernel(o);
+
+	Recorder r;
+	r.t.source = kernel ? "kernel" : "hpcd";
+	r.t.host = hostname();
+	r.t.command = o.cmd;
+	ControlClient ctl, watch;
+	TracefsSession tfs;
+	if (kernel) {
+		try {
+			tfs.open(find_tracefs(o.tracefs), "hpcctl-" + std::to_string(::getpid()));
+		} catch (const std::runtime_error &e) {
+			fail(kFail, std::string("trace: ") + e.what());
+		}
+		if (!kv.empty())
+			kernel_set(o, kv);
+		for (auto &k : kernel_knobs())
+			if (auto v = read_file(o.sysfs + "/" + k))
+				r.t.settings[k] = trim(*v);
+	} else {
+		if (o.cmd.empty())
+			connect_or_fail(o, ctl);
+		else
+			connect_or_start(o, ctl);
+		if (!kv.empty())
+			hpcd_set(ctl, kv);
+		r.t.settings = checked(ctl.call(json{{"cmd", "get"}}))["values"];
+		if (!watch.connect(o.socket))
+			fail(kNoDaemon, "trace: hpcd does not answer on " + o.socket);
+		json w = checked(watch.call(json{{"cmd", "watch"}}));
+		r.t.dropped = w.value("dropped", uint64_t{0});
+	}
+
+	TmpOut out(o.output);
+	r.f.open(out.tmp(), std::ios::trunc);
+	if (!r.f)
+		fail(kFail, "trace: cannot write " + o.output + ": " + std::strerror(errno));
+	r.t.start_ns = mono_ns();
+	r.t.start_unix_s = static_cast<int64_t>(unix_s());
+	r.line(trace::header_line(r.t));
+
+	catch_signals();
+	Child ch;
+	if (!o.cmd.empty()) {
+		ch = kernel ? spawn(o.cmd, membind, true) : start_managed(o, ctl, membind);
+		g_child = ch.pid;
+		int code = 0;
+		std::string why = go(ch, code);
+		if (!why.empty()) {
+			g_child = -1;
+			std::cerr << "hpcctl: trace: " << why << "\n";
+			return code;
+		}
+	}
+
+	const uint64_t deadline = o.duration > 0
+					  ? r.t.start_ns + static_cast<uint64_t>(o.duration * 1e9)
+					  : UINT64_MAX;
+	// After the command ends: what is still on its way (hpcd ends the
+	// stream itself when it exits with its last task).
+	const uint64_t grace = (kernel ? 200 : 500) * 1000000ull;
+	uint64_t done_at = 0;
+	int status = 0;
+	std::string reason;
+	while (reason.empty()) {
+		const uint64_t now = mono_ns();
+		if (g_stop && o.cmd.empty()) {
+			reason = std::string("interrupted (") + strsignal(g_stop) + ")";
+			break;
+		}
+		if (now >= deadline) {
+			reason = fmt::format("{:g} s elapsed (--duration)", o.duration);
+			break;
+		}
+		if (ch.pid > 0 && !done_at) {
+			int st;
+			if (::waitpid(ch.pid, &st, WNOHANG) == ch.pid) {
+				status = exec_status(st);
+				done_at = now;
+				g_child = -1;
+			}
+		}
+		if (done_at && now >= done_at + grace) {
+			reason = "the command ended";
+			break;
+		}
+		const int wait_ms = static_cast<int>(std::clamp<uint64_t>(
+			(std::min<uint64_t>(deadline, now + 100000000ull) - now) / 1000000, 1,
+			100));
+		if (kernel) {
+			std::vector<std::string> lines;
+			try {
+				lines = tfs.read(wait_ms);
+			} catch (const std::runtime_error &e) {
+				fail(kFail, std::string("trace: ") + e.what());
+			}
+			for (const auto &l : lines) {
+				r.t.dropped += trace::ftrace_lost(l);
+				auto ev = trace::parse_ftrace_line(l);
+				if (!ev)
+					continue;
+				if (!r.known.count(ev->it.pid)) {
+					trace::TaskInfo ti;
+					ti.pid = ev->it.pid;
+					ti.name = ev->comm;
+					ti.source = "kernel";
+					ti.cpu = ev->it.cpu;
+					ti.prio = ev->it.old_prio;
+					r.task(ti);
+				}
+				r.iter(ev->it);
+			}
+		} else {
+			std::string line;
+			int got;
+			while ((got = watch.read_line(line, wait_ms)) > 0) {
+				if (!hpcd_event(r, line, &ctl, reason))
+					break;
+			}
+			if (got < 0 && reason.empty())
+				reason = "hpcd closed the connection";
+		}
+		r.f.flush();
+	}
+	tfs.close();
+	r.t.end_ns = mono_ns();
+	r.t.reason = reason;
+	r.t.missed = r.missed;
+	r.line(trace::end_line(r.t));
+	r.f.close();
+	if (!r.f)
+		fail(kFail, "trace: cannot write " + o.output + ": " + std::strerror(errno));
+	std::vector<std::unique_ptr<TmpOut>> exports;
+	write_exports(r.t, o, exports);
+	out.commit();
+	for (auto &x : exports)
+		x->commit();
+	std::cerr << fmt::format(
+		"hpcctl: trace: {} iteration(s) of {} task(s) in {} ({:.1f} s; {})\n",
+		r.t.iters.size(), r.t.tasks.size(), o.output,
+		static_cast<double>(r.t.end_ns - r.t.start_ns) / 1e9, reason);
+	if (r.t.iters.empty())
+		std::cerr
+			<< (kernel ? "hpcctl: trace: no sched_hpc_iteration event: did a SCHED_HPC "
+				     "task close an iteration?\n"
+				   : "hpcctl: trace: no iteration: did hpcd manage a task that "
+				     "waits "
+				     "(or a rank with libhpcmon)?\n");
+	if (ch.pid > 0 && !done_at)
+		status = wait_child(ch.pid); // --duration ended the recording first
+	return o.cmd.empty() ? kOk : status;
+}
+
+// ---- report --------------------------------------------------------------------------
+
+bool same_file(const std::string &a, const std::string &b)
+{
+	struct stat x, y;
+	return ::stat(a.c_str(), &x) == 0 && ::stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
+}
+
+// The timeline, drawn by bench/metbench/report.py (matplotlib).
+void plot(const trace::Trace &t, const Opts &o, TmpOut &png)
+{
+	const std::string py = env_or("HPCCTL_PYTHON", "/usr/bin/python3");
+	const std::string script = env_or("HPCCTL_REPORT_PY", HPCSCHED_REPORT_PY);
+	if (::access(script.c_str(), R_OK) != 0)
+		fail(kFail, "report: --plot draws with " + script + ": " + std::strerror(errno) +
+				    " ($HPCCTL_REPORT_PY)");
+	char tmpl[] = "/tmp/hpcctl-report.XXXXXX";
+	if (!::mkdtemp(tmpl))
+		fail(kFail, std::string("report: mkdtemp: ") + std::strerror(errno));
+	const std::string dir = tmpl, csv = dir + "/timeline.csv";
+	struct Cleanup {
+		std::string d;
+		~Cleanup() { std::filesystem::remove_all(d); }
+	} cleanup{dir};
+	TmpOut c(csv);
+	c.write_all(trace::timeline_csv(t));
+	c.commit();
+	std::string label = t.source == "kernel" ? "SCHED_HPC" : "hpcd";
+	if (t.settings.contains("balance") && t.settings["balance"] == "off")
+		label += ", baseline";
+	else if (t.settings.contains("heuristic") && t.settings["heuristic"].is_string())
+		label += ", " + t.settings["heuristic"].get<std::string>();
+	std::string title = o.title;
+	if (title.empty()) {
+		title = "hpcctl trace";
+		if (!t.command.empty())
+			title += " of " + t.command[0].substr(t.command[0].rfind('/') + 1);
+	}
+	std::vector<std::string> argv{py,      script,    "--timeline", label + "=" + csv,
+				      "--png", png.tmp(), "--title",    title};
+	pid_t pid = ::fork();
+	if (pid < 0)
+		fail(kFail, std::string("report: fork: ") + std::strerror(errno));
+	if (pid == 0) {
+		int nul = ::open("/dev/null", O_WRONLY);
+		::dup2(nul, 1);
+		auto a = argv_of(argv);
+		::execv(a[0], a.data());
+		std::cerr << "hpcctl: report: cannot run " << py << ": " << std::strerror(errno)
+			  << "\n";
+		::_exit(127);
+	}
+	int st = wait_child(pid);
+	struct stat sb;
+	if (st != 0 || ::stat(png.tmp().c_str(), &sb) != 0 || sb.st_size == 0)
+		fail(kFail, fmt::format("report: the plot failed ({} {} exited with {}; it needs "
+					"python3-matplotlib; $HPCCTL_PYTHON picks the interpreter)",
+					py, script, st));
+}
+
+int report_cmd(const Opts &o)
+{
+	std::vector<std::string> outs;
+	if (!o.plot.empty())
+		outs.push_back(o.plot);
+	for (auto &p : export_paths(o))
+		outs.push_back(p);
+	check_outputs(outs, o.force, "report");
+	for (auto &p : outs)
+		if (same_file(p, o.input))
+			fail(kUsage, "report: " + p + " is the trace being read");
+	std::ifstream in(o.input);
+	if (!in)
+		fail(kFail, "report: cannot read " + o.input + ": " + std::strerror(errno));
+	struct stat sb;
+	if (::stat(o.input.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode))
+		fail(kFail, "report: " + o.input + " is a directory");
+	std::string err;
+	auto t = trace::read(in, err);
+	if (!t)
+		fail(kFail, "report: " + o.input + ": " + err);
+	if (t->iters.empty() && t->prios.empty())
+		fail(kFail, "report: " + o.input + " holds no iteration: nothing to report");
+	std::vector<std::unique_ptr<TmpOut>> files;
+	if (!o.plot.empty()) {
+		files.push_back(std::make_unique<TmpOut>(o.plot));
+		plot(*t, o, *files.back());
+	}
+	write_exports(*t, o, files);
+	for (auto &f : files)
+		f->commit();
+	std::cout << trace::report_table(*t);
+	for (auto &f : files)
+		std::cout << "wrote " << f->path() << "\n";
+	return kOk;
+}
+
 int dispatch(int argc, char **argv)
 {
-	// Everything after the first "--" is the command of `run`, untouched.
+	// Everything after the first "--" is the command of `run` or `trace`,
+	// untouched.
 	std::vector<std::string> before;
 	Opts o;
 	bool dashdash = false;
@@ -580,6 +1239,8 @@ int dispatch(int argc, char **argv)
 		->check(CLI::IsMember({"uniform", "adaptive"}));
 	run_c->add_option("--set", o.settings, "tunable KEY=VALUE, repeatable");
 	run_c->add_option("--hpcd", o.hpcd_bin, "hpcd binary to start if none runs");
+	run_c->add_option("--membind", o.membind,
+			  "bind the command's memory to these NUMA nodes (e.g. 0 or 0-1)");
 	auto *get_c = app.add_subcommand("get", "print one tunable, or all as KEY=VALUE");
 	get_c->add_option("KEY", o.key, "tunable name (sysfs name)");
 	auto *set_c = app.add_subcommand("set", "set tunables: all or nothing");
@@ -596,8 +1257,34 @@ int dispatch(int argc, char **argv)
 	prio_c->add_option("PRIO", o.prio, "priority in prio_range, 0 for dynamic")->required();
 	auto *status_c = app.add_subcommand("status", "backend, tunables and daemon state");
 	status_c->add_flag("--json", o.json_out, "one JSON line");
+	auto *trace_c = app.add_subcommand(
+		"trace", "record per-task iterations for --duration SEC or until -- CMD ends");
+	trace_c->add_option("-o,--output", o.output,
+			    "the record (JSON lines; hpcctl report reads it)")
+		->required();
+	trace_c->add_option("--duration", o.duration, "seconds to record")
+		->check(CLI::Range(0.001, 1e7));
+	trace_c->add_option("--perfetto", o.perfetto, "also write Perfetto/Chrome trace JSON");
+	trace_c->add_option("--paraver", o.paraver, "also write BASE.prv, BASE.pcf, BASE.row");
+	trace_c->add_flag("--force", o.force, "overwrite existing output files");
+	trace_c->add_option("--heuristic", o.heuristic, "with a command: uniform or adaptive")
+		->check(CLI::IsMember({"uniform", "adaptive"}));
+	trace_c->add_option("--set", o.settings, "with a command: tunable KEY=VALUE, repeatable");
+	trace_c->add_option("--hpcd", o.hpcd_bin, "hpcd binary to start if none runs");
+	trace_c->add_option("--membind", o.membind,
+			    "with a command: bind its memory to these NUMA nodes");
+	trace_c->add_option("--tracefs", o.tracefs,
+			    "kernel class: tracefs mount (default /sys/kernel/tracing)");
+	auto *report_c = app.add_subcommand("report",
+					    "per-task table of a recorded trace; plot and exports");
+	report_c->add_option("FILE", o.input, "a record of hpcctl trace")->required();
+	report_c->add_option("--plot", o.plot, "draw the timeline into this PNG (matplotlib)");
+	report_c->add_option("--title", o.title, "title of the plot");
+	report_c->add_option("--perfetto", o.perfetto, "write Perfetto/Chrome trace JSON");
+	report_c->add_option("--paraver", o.paraver, "write BASE.prv, BASE.pcf, BASE.row");
+	report_c->add_flag("--force", o.force, "overwrite existing output files");
 
-	for (auto *s : {run_c, get_c, set_c, top_c, prio_c, status_c})
+	for (auto *s : {run_c, get_c, set_c, top_c, prio_c, status_c, trace_c, report_c})
 		s->footer("Exit codes: see hpcctl --help.");
 
 	std::vector<std::string> rev(before.rbegin(), before.rend());
@@ -619,12 +1306,13 @@ int dispatch(int argc, char **argv)
 			for (auto &w : before)
 				if (!w.empty() && w[0] != '-') {
 					msg = "unknown command '" + w +
-					      "' (commands: run, get, set, top, prio, status)";
+					      "' (commands: run, get, set, top, prio, status, "
+					      "trace, report)";
 					break;
 				}
 			if (before.empty())
 				msg = "no command given (commands: run, get, set, top, prio, "
-				      "status)";
+				      "status, trace, report)";
 		}
 		std::cerr << "hpcctl: " << msg << "\nRun 'hpcctl --help' for usage.\n";
 		return kUsage;
@@ -637,8 +1325,15 @@ int dispatch(int argc, char **argv)
 			fail(kNoDashDash, "run: no command after '--'");
 		return run(o);
 	}
+	if (trace_c->parsed()) {
+		if (dashdash && o.cmd.empty())
+			fail(kNoDashDash, "trace: no command after '--'");
+		return trace_cmd(o);
+	}
 	if (dashdash)
-		fail(kUsage, "'--' is only for 'hpcctl run'");
+		fail(kUsage, "'--' is only for 'hpcctl run' and 'hpcctl trace'");
+	if (report_c->parsed())
+		return report_cmd(o);
 	if (get_c->parsed())
 		return use_kernel(o) ? kernel_get(o) : hpcd_get(o);
 	if (set_c->parsed()) {

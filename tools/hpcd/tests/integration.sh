@@ -240,6 +240,163 @@ else
 		test $rc -eq 1 -a -n "$(grep -l 'sched_setscheduler(SCHED_HPC)' "$work/o")"
 fi
 
+# --- 6d. hpcctl trace and report: refusals change nothing ------------------------
+py=/usr/bin/python3; [ -x $py ] || py=python3
+tdir=$work/trace; mkdir -p "$tdir"
+state() { (cd "$tdir" && find . -type f -exec md5sum {} + | sort); }
+# refused NAME WANT_RC WANT_TEXT CMD...: exits WANT_RC, says WANT_TEXT, and
+# leaves $tdir as it was (no file, no temporary file, nothing overwritten).
+refused() {
+	local name=$1 want=$2 text=$3 before rc; shift 3
+	before=$(state)
+	"$@" >"$work/o" 2>&1; rc=$?
+	if [ $rc -eq "$want" ] && grep -qF -- "$text" "$work/o" && [ "$(state)" = "$before" ]; then
+		ok "$name"
+	else
+		nok "$name" "exit $rc (want $want), want '$text' in: $(head -c 300 "$work/o")" \
+			"files before: $before" "files after: $(state)"
+	fi
+}
+T=$tdir/t.jsonl
+refused "trace without --duration or a command: exit 64" 64 "give --duration SEC" "$hpcctl" trace -o "$T"
+refused "trace --duration 0: exit 64" 64 "--duration" "$hpcctl" trace -o "$T" --duration 0
+refused "trace without -o: exit 64" 64 "--output" "$hpcctl" trace --duration 1
+refused "trace without hpcd: exit 3" 3 "hpcd is not running" "$hpcctl" trace -o "$T" --duration 1
+refused "trace into a missing directory: exit 1" 1 "does not exist" \
+	"$hpcctl" trace -o "$tdir/no/such/dir/t.jsonl" --duration 1
+echo keep >"$tdir/old.jsonl"
+refused "trace onto an existing file: exit 1, file kept" 1 "exists (--force overwrites it)" \
+	"$hpcctl" trace -o "$tdir/old.jsonl" --duration 1
+refused "trace with the same file twice: exit 64" 64 "named twice" \
+	"$hpcctl" trace -o "$T" --perfetto "$T" --duration 1
+refused "trace --set bogus=1 -- true: exit 2" 2 "unknown parameter 'bogus'" \
+	"$hpcctl" trace -o "$T" --set bogus=1 -- true
+refused "trace --set without a command: exit 64" 64 "go with a command" \
+	"$hpcctl" trace -o "$T" --duration 1 --set low_util=60
+refused "trace -- (no command): exit 65" 65 "no command after '--'" "$hpcctl" trace -o "$T" --
+refused "trace --membind 99 -- true: exit 64" 64 "NUMA node 99 does not exist" \
+	"$hpcctl" trace -o "$T" --membind 99 -- true
+refused "trace -- /nonexistent/cmd: exit 127" 127 "cannot run '/nonexistent/cmd'" \
+	"$hpcctl" trace -o "$T" --hpcd "$hpcd" -- /nonexistent/cmd
+wait_for 5 '! ctl_up'
+refused "trace --backend kernel without SCHED_HPC: exit 1" 1 "has no SCHED_HPC" \
+	"$hpcctl" --backend kernel trace -o "$T" --duration 1
+fakefs=$work/tracefs; mkdir -p "$fakefs/instances"
+refused "kernel trace without the tracepoint: exit 1" 1 "no sched_hpc_iteration tracepoint" \
+	env HPC_SYSFS="$k" "$hpcctl" trace -o "$T" --duration 1 --tracefs "$fakefs"
+mkdir -p "$fakefs/events/sched/sched_hpc_iteration"
+refused "kernel trace where tracefs refuses: exit 1" 1 "trace_clock" \
+	env HPC_SYSFS="$k" "$hpcctl" trace -o "$T" --duration 1 --tracefs "$fakefs"
+check "kernel trace: no tracefs instance left behind" test -z "$(ls -A "$fakefs/instances")"
+refused "tracefs not mounted: exit 1" 1 "tracefs is not mounted at $work/none" \
+	env HPC_SYSFS="$k" "$hpcctl" trace -o "$T" --duration 1 --tracefs "$work/none"
+
+fx=$work/fixture.jsonl
+cp "$(dirname "$0")/data/trace_pair.jsonl" "$fx"
+echo hello >"$work/bad.jsonl"
+printf '%s\n' '{"format":"hpcsched-trace","version":1,"source":"hpcd","start_ns":0}' \
+	'{"type":"end","end_ns":10}' >"$work/empty.jsonl"
+refused "report of a missing file: exit 1" 1 "cannot read $work/nonexistent.jsonl" \
+	"$hpcctl" report "$work/nonexistent.jsonl" --plot "$tdir/p.png"
+refused "report of a malformed file: exit 1, names the line" 1 "bad.jsonl: line 1: not JSON" \
+	"$hpcctl" report "$work/bad.jsonl" --perfetto "$tdir/p.json"
+refused "report of a trace without iterations: exit 1" 1 "holds no iteration" \
+	"$hpcctl" report "$work/empty.jsonl" --paraver "$tdir/p"
+refused "report --plot onto an existing file: exit 1, file kept" 1 "exists" \
+	"$hpcctl" report "$fx" --plot "$tdir/old.jsonl"
+refused "report --plot without a usable python: exit 1, no png" 1 "the plot failed" \
+	env HPCCTL_PYTHON=/nonexistent/python3 "$hpcctl" report "$fx" --plot "$tdir/p.png"
+refused "report --plot without report.py: exit 1" 1 "draws with /nonexistent/report.py" \
+	env HPCCTL_REPORT_PY=/nonexistent/report.py "$hpcctl" report "$fx" --plot "$tdir/p.png"
+refused "report --perfetto onto the trace it reads: exit 64" 64 "is the trace being read" \
+	"$hpcctl" report "$fx" --perfetto "$fx" --force
+refused "report --paraver into a missing directory: exit 1" 1 "does not exist" \
+	"$hpcctl" report "$fx" --paraver "$tdir/no/dir/p"
+refused "report without FILE: exit 64" 64 "FILE is required" "$hpcctl" report
+refused "report --plot and --perfetto on one file: exit 64" 64 "named twice" \
+	"$hpcctl" report "$fx" --plot "$tdir/x" --perfetto "$tdir/x"
+
+# --- 6e. hpcctl report: the table, the plot and the exports of a fixture ---------
+"$hpcctl" report "$fx" --plot "$tdir/p.png" --perfetto "$tdir/p.json" --paraver "$tdir/p" \
+	>"$work/o" 2>&1; rc=$?
+check "report of the fixture: exit 0 ($(tail -c 200 "$work/o" | tr '\n' ' '))" test $rc -eq 0
+check "report: the table has P1 at 90 % compute, priorities 4>5>6" \
+	grep -Eq '^P1 +201 +app +3 +90\.00 +4>5>6 ' "$work/o"
+check "report --plot: a PNG" bash -c "head -c 8 '$tdir/p.png' | grep -q PNG"
+check "report --perfetto: 12 compute/wait slices" \
+	test "$($py -c "import json,sys; print(sum(e['ph'] == 'X' for e in json.load(open(sys.argv[1]))['traceEvents']))" "$tdir/p.json")" = 12
+check "report --paraver: .prv header, 12 state records, .pcf and .row" bash -c \
+	"head -1 '$tdir/p.prv' | grep -q '^#Paraver (01/01/70 at 00:00):400000000_ns:1(2):1:2(1:1,1:1)$' &&
+	 [ \$(grep -c '^1:' '$tdir/p.prv') -eq 12 ] && grep -q SCHED_HPC '$tdir/p.pcf' &&
+	 grep -q 'LEVEL THREAD SIZE 2' '$tdir/p.row'"
+check "report: no temporary file left" test -z "$(ls -A "$tdir" | grep hpcctl)"
+refused "report again without --force: exit 1, files kept" 1 "exists" \
+	"$hpcctl" report "$fx" --perfetto "$tdir/p.json"
+"$hpcctl" report "$fx" --perfetto "$tdir/p.json" --force >/dev/null 2>&1; rc=$?
+check "report --force overwrites" test $rc -eq 0
+
+# --- 6f. hpcctl trace of hpcd: what the monitor reported, exactly -----------------
+start_spin 60; a=$!
+start_spin 60; b=$!
+"$hpcd" --cpus $cpus 2>"$work/hpcd6.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+"$hpcctl" trace -o "$tdir/live.jsonl" --duration 120 --perfetto "$tdir/live.json" 2>"$work/trace.err" &
+tp=$!; pids+=($tp)
+wait_for 5 '[ -n "$(ls -A "$tdir" | grep hpcctl-)" ]'
+$py - "$HPCD_SOCKET" $a $b <<'PY'
+import socket, struct, sys, time
+path, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
+    return struct.pack("=IHHiiiIQQQQ", 0x48504331, 1, kind, pid, rank, 2, 7, it, run, wait, end)
+for pid, rank in ((a, 0), (b, 1)):
+    s.sendto(rec(2, pid, rank), path)
+time.sleep(0.3)
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+for i in range(6):
+    end = now + (i + 1) * 1000000000
+    s.sendto(rec(1, b, 1, i, 250000000, 750000000, end), path)
+    s.sendto(rec(1, a, 0, i, 999800000, 200000, end + 10000), path)
+PY
+sleep 0.5
+kill -INT $tp; wait $tp; rc=$?
+check "trace of hpcd stopped by SIGINT: exit 0 ($(tr '\n' ' ' <"$work/trace.err"))" test $rc -eq 0
+n_it=$(grep -c '"type":"iteration"' "$tdir/live.jsonl" 2>/dev/null)
+check "trace: both ranks' 6 iterations recorded ($n_it)" test "${n_it:-0}" -eq 12
+check "trace: the light rank's last iteration as the monitor said (run 250 ms, wait 750 ms)" bash -c \
+	"grep '\"type\":\"iteration\",\"pid\":$b,' '$tdir/live.jsonl' | tail -1 | grep -q '\"run_ns\":250000000,\"wait_ns\":750000000,'"
+check "trace: an end line says it was interrupted" bash -c \
+	"tail -1 '$tdir/live.jsonl' | grep -q '\"reason\":\"interrupted'"
+"$hpcctl" report "$tdir/live.jsonl" >"$work/o" 2>&1; rc=$?
+check "report of the live trace: the heavy rank rose to 6" bash -c \
+	"[ $rc -eq 0 ] && grep -Eq '^P0 +$a .* 4>5>6 ' '$work/o'"
+check "trace --perfetto: 12 compute slices" \
+	test "$($py -c "import json,sys; print(sum(e['name'] == 'compute' for e in json.load(open(sys.argv[1]))['traceEvents']))" "$tdir/live.json" 2>/dev/null)" = 12
+kill -TERM $d; wait $d 2>/dev/null
+{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+
+# --- 6g. hpcctl trace -- CMD: /proc sampling, until the command ends --------------
+"$hpcctl" trace -o "$tdir/cmd.jsonl" --hpcd "$hpcd" -- "$spin" 3 10 40 >/dev/null 2>"$work/o"; rc=$?
+n_it=$(grep -c '"type":"iteration"' "$tdir/cmd.jsonl" 2>/dev/null)
+check "trace -- hpcd-spin 3 10 40: exit 0, iterations from /proc sampling ($n_it; $(tr '\n' ' ' <"$work/o"))" \
+	test $rc -eq 0 -a "${n_it:-0}" -ge 10
+check "trace -- CMD: ended with the command" bash -c \
+	"tail -1 '$tdir/cmd.jsonl' | grep -Eq '\"reason\":\"(the command ended|hpcd: no task left)'"
+"$hpcctl" trace -o "$tdir/st.jsonl" --hpcd "$hpcd" -- sh -c 'exit 5' >/dev/null 2>&1; rc=$?
+check "trace -- sh -c 'exit 5': exit 5, the record kept" test $rc -eq 5 -a -s "$tdir/st.jsonl"
+wait_for 5 '! ctl_up'
+
+# --- 6h. --membind (libnuma) ---------------------------------------------------------
+out=$("$hpcctl" run --hpcd "$hpcd" --membind 0 -- cat /proc/self/numa_maps 2>&1); rc=$?
+check "run --membind 0: the command's memory is bound to node 0" bash -c \
+	"[ $rc -eq 0 ] && grep -q ' bind:0 ' <<<'$out'"
+"$hpcctl" run --membind 99 -- true >"$work/o" 2>&1; rc=$?
+check "run --membind 99: exit 64, names the node" test $rc -eq 64 -a -n "$(grep -l 'NUMA node 99 does not exist' "$work/o")"
+"$hpcctl" run --membind x -- true >"$work/o" 2>&1; rc=$?
+check "run --membind x: exit 64" test $rc -eq 64 -a -n "$(grep -l 'not a list of NUMA nodes' "$work/o")"
+wait_for 5 '! ctl_up'
+
 # --- 7. hpcctl usage errors -----------------------------------------------------
 "$hpcctl" frobnicate >"$work/o" 2>&1; rc=$?
 check "hpcctl frobnicate: exit 64, 'unknown command'" test $rc -eq 64 -a -n "$(grep -l "unknown command 'frobnicate'" "$work/o")"
@@ -253,7 +410,7 @@ check "hpcctl (nothing): exit 64" test $rc -eq 64
 check "hpcctl get without hpcd: exit 3" test $rc -eq 3
 "$hpcctl" top --interval -1 >/dev/null 2>&1; rc=$?
 check "hpcctl top --interval -1: exit 64" test $rc -eq 64
-for c in "" run get set top status prio; do
+for c in "" run get set top status prio trace report; do
 	"$hpcctl" $c --help >/dev/null 2>&1; rc=$?
 	check "hpcctl $c --help: exit 0" test $rc -eq 0
 done
