@@ -13,7 +13,7 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text)
 		return std::nullopt;
 	std::string_view rest = text.substr(rp + 1);
 	// Fields after the name, 1-based from the state: 1 state, 2 ppid, ...
-	// 37 processor (field 39 of proc(5)).
+	// 12 utime, 13 stime (fields 14 and 15 of proc(5)), 37 processor (39).
 	ProcStat s;
 	int field = 0;
 	size_t i = 0;
@@ -33,6 +33,10 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text)
 			s.state = tok[0];
 		} else if (field == 2) {
 			std::from_chars(tok.data(), tok.data() + tok.size(), s.ppid);
+		} else if (field == 12) {
+			std::from_chars(tok.data(), tok.data() + tok.size(), s.utime);
+		} else if (field == 13) {
+			std::from_chars(tok.data(), tok.data() + tok.size(), s.stime);
 		} else if (field == 37) {
 			std::from_chars(tok.data(), tok.data() + tok.size(), s.processor);
 		}

@@ -14,7 +14,8 @@ namespace hpcd
 struct ProcStat {
 	char state = '?'; // R, S, D, T, Z, ...
 	int ppid = 0;
-	int processor = -1; // CPU it last ran on
+	int processor = -1;            // CPU it last ran on
+	uint64_t utime = 0, stime = 0; // CPU time in user and kernel mode (clock ticks)
 };
 
 // Parse the text of /proc/<pid>/stat (the command name may hold blanks and

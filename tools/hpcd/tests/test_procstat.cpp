@@ -13,10 +13,14 @@ TEST(ProcStat, NameWithBlanksAndParens)
 	EXPECT_EQ(s->state, 'S');
 	EXPECT_EQ(s->ppid, 1);
 	EXPECT_EQ(s->processor, 1);
+	EXPECT_EQ(s->utime, 3u);
+	EXPECT_EQ(s->stime, 1u);
 	auto r = parse_proc_stat(data("stat_running"));
 	ASSERT_TRUE(r);
 	EXPECT_EQ(r->state, 'R');
 	EXPECT_EQ(r->processor, 0);
+	EXPECT_EQ(r->utime, 500u);
+	EXPECT_EQ(r->stime, 0u);
 }
 
 TEST(ProcStat, Malformed)
