@@ -16,6 +16,10 @@ JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
 export RESULTS
 
+# CHECK_SUITES given in the environment or on the command line picks the
+# suites 'make check' runs (e.g. CHECK_SUITES=hpcd make check); the
+# fragments below add every suite to the full list.
+CHECK_ONLY   := $(CHECK_SUITES)
 CHECK_SUITES :=
 
 .PHONY: all deps build run check bench clean distclean help
@@ -40,12 +44,15 @@ include tools/userspace.mk
 -include tools/kbuild/kernel.mk
 -include sched_ext/scx.mk
 -include bench/metbench/metbench.mk
+-include bench/bench.mk
+
+CHECK_RUN = $(or $(CHECK_ONLY),$(CHECK_SUITES))
 
 check: deps
 	@rm -rf $(RESULTS); mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory -k $(addprefix check-,$(CHECK_SUITES)) || true
+	@$(MAKE) --no-print-directory -k $(addprefix check-,$(CHECK_RUN)) || true
 	@echo; echo "===== summary ====="
-	@tests/summary $(CHECK_SUITES)
+	@tests/summary $(CHECK_RUN)
 
 clean:
 	rm -rf $(BUILD)

@@ -5,6 +5,11 @@
 #
 # usage: metbench-3ways.sh BUILD_DIR [OUT_DIR]
 # env:   LOADS (250,1000,250,1000)  ITERATIONS (30)  WAIT (spin)
+#        SWAP_EVERY (MetBenchVar: swap the pairs' loads every K iterations)
+#        WAYS ("baseline uniform adaptive"; also "weight": hpcd --mode
+#        weight, and "none": no hpcd at all)
+#        GROUP_WEIGHT (10000: hpcd's tree against the rest of the machine;
+#        empty: hpcd's default, 100 per task, as much as the tasks had)
 #        HPCD_ARGS (extra hpcd options, e.g. "--mode weight")
 # OUT_DIR (default: a temporary directory) keeps, per way, MetBench's JSON
 # result and trace, hpcd's log and the workers' final priorities, in the
@@ -30,24 +35,41 @@ export HPCMON_BLOCKING_WAIT=${HPCMON_BLOCKING_WAIT:-1}
 root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
 loads=${LOADS:-250,1000,250,1000} iters=${ITERATIONS:-30} wait=${WAIT:-spin}
 nworkers=$(( $(tr -cd , <<<"$loads" | wc -c) + 1 ))
+ways=${WAYS:-baseline uniform adaptive}
+for way in $ways; do
+	case $way in
+	baseline | uniform | adaptive | weight | none) ;;
+	*) echo "metbench-3ways: unknown way '$way' (baseline uniform adaptive weight none)" >&2; exit 2 ;;
+	esac
+done
+swap=()
+[ -z "${SWAP_EVERY:-}" ] || swap=(--swap-every "$SWAP_EVERY")
+gw=()
+[ -z "${GROUP_WEIGHT-10000}" ] || gw=(--group-weight "${GROUP_WEIGHT-10000}")
 
 printf '%-9s %10s   %s\n' way "time (s)" "final priority per worker (P1..P$nworkers)"
-for way in baseline uniform adaptive; do
+for way in $ways; do
 	case $way in
-	baseline) set_=balance=off ;;
-	*) set_=heuristic=$way ;;
+	baseline) set_=(--set balance=off) ;;
+	weight) set_=(--mode weight) ;;
+	none) set_=() ;;
+	*) set_=(--set "heuristic=$way") ;;
 	esac
-	# Rank 0 is MetBench's master: not paired. hpcd exits after the last BYE.
-	# shellcheck disable=SC2086
-	"$hpcd" --set "$set_" --set ignore_ranks=0 --exit-when-idle --group-weight 10000 -v \
-		${HPCD_ARGS:-} 2>"$work/$way.log" &
-	d=$!
-	for _ in $(seq 100); do "$hpcctl" --backend hpcd status >/dev/null 2>&1 && break; sleep 0.05; done
+	: >"$work/$way.log"
+	if [ "$way" != none ]; then
+		# Rank 0 is MetBench's master: not paired. hpcd exits after the last BYE.
+		# shellcheck disable=SC2086
+		"$hpcd" "${set_[@]}" --set ignore_ranks=0 --exit-when-idle "${gw[@]}" -v \
+			${HPCD_ARGS:-} 2>"$work/$way.log" &
+		d=$!
+		for _ in $(seq 100); do "$hpcctl" --backend hpcd status >/dev/null 2>&1 && break; sleep 0.05; done
+	fi
+	# "none": the monitor is loaded all the same (nobody reads its datagrams).
 	mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
 		-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
-		"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" --json \
+		"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" "${swap[@]}" --json \
 		--trace "$work/$way.csv" >"$work/$way.json"
-	wait $d || true
+	[ "$way" = none ] || wait $d || true
 	t=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["total_time_s"])' "$work/$way.json")
 	# The last decision logged for each rank.
 	prios=$(awk '/ rank [0-9]+ iteration / { for (i = 1; i <= NF; i++) if ($i == "rank") r = $(i + 1); p[r] = $NF }
@@ -57,5 +79,7 @@ for way in baseline uniform adaptive; do
 	: >"$work/$way.prio"
 	for p in $prios; do echo "P$n $p" >>"$work/$way.prio"; n=$((n + 1)); done
 	grep -h "emulating" "$work/$way.log" | sed 's/^/  hpcd: /' | head -n 1 || true
-	[ "$way" = baseline ] || [ -n "${prios// /}" ] || echo "  (no iteration reached hpcd: see $work/$way.log)"
+	case $way in baseline | none) ;; *)
+		[ -n "${prios//[ -]/}" ] || echo "  (no iteration reached hpcd: see $work/$way.log)" ;;
+	esac
 done

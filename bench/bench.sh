@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# make bench: what hpcd gains and what it costs, measured side by side in one
+# run on this machine and printed as ratios (nothing here asserts a time).
+#
+#  1. MetBench and MetBenchVar (k = 15): baseline, hpcd Uniform and hpcd
+#     Adaptive, one after the other in each round (tools/hpcd/metbench-3ways.sh),
+#     BENCH_REPEAT rounds; medians, gains over the baseline, and those gains
+#     as % of what the simulator (hpcsim, the same workload) gains;
+#  2. hpcd's CPU time per managed task (its /proc/self/stat when it exits);
+#  3. libhpcmon's wall time per MPI call against no monitor (hpcmon-overhead);
+#  4. weight mode on a balanced MetBench against no hpcd at all (hpcd's tree
+#     at its default weight: as much CPU as the tasks had without it).
+#
+# usage: bench.sh BUILD_DIR [OUT_DIR]        (as root: hpcd creates cgroups)
+# env:   BENCH_REPEAT (5)  BENCH_LOADS (500,2000,500,2000)  BENCH_ITERATIONS (20)
+#        BENCH_K (15)  BENCH_BALANCED (1250,1250,1250,1250)  BENCH_CALLS (200000)
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:?usage: bench.sh BUILD_DIR [OUT_DIR]}
+out=${2:-$build/bench-results}
+reps=${BENCH_REPEAT:-5} loads=${BENCH_LOADS:-500,2000,500,2000} iters=${BENCH_ITERATIONS:-20}
+k=${BENCH_K:-15} balanced=${BENCH_BALANCED:-1250,1250,1250,1250} calls=${BENCH_CALLS:-200000}
+ways3=$top/tools/hpcd/metbench-3ways.sh
+ovh=$build/tools/hpcmon/hpcmon-overhead mon=$build/tools/hpcmon/libhpcmon.so
+for f in "$ovh" "$mon" "$build/tools/sim/hpcsim"; do
+	[ -e "$f" ] || { echo "bench: $f is not built" >&2; exit 1; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench: run as root (hpcd creates cgroups)" >&2; exit 1; }
+case $reps in '' | *[!0-9]* | 0) echo "bench: BENCH_REPEAT must be a whole number >= 1" >&2; exit 1 ;; esac
+root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
+
+# Start afresh, but never remove a directory this script did not make.
+if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ] && [ ! -e "$out/.hpcsched-bench" ]; then
+	echo "bench: $out exists and is not a bench output directory: not removing it" >&2
+	exit 1
+fi
+rm -rf "$out"
+mkdir -p "$out"
+: >"$out/.hpcsched-bench"
+t0=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "== make bench: $(nproc) CPUs, $reps round(s); results in $out"
+# ways BENCH ROUND [VAR=VALUE...]: one round of metbench-3ways.sh; its
+# output (and MetBench's calibration lines) kept in OUT_DIR/BENCH-ROUND.txt.
+ways() {
+	local b=$1 r=$2
+	shift 2
+	if ! env "$@" "$ways3" "$build" "$out/$b/$r" >"$out/$b-$r.txt" 2>&1; then
+		echo; cat "$out/$b-$r.txt" >&2
+		echo "bench: $b round $r failed (see $out/$b/$r)" >&2
+		exit 1
+	fi
+	printf ' %s' "$b"
+}
+for r in $(seq "$reps"); do
+	printf 'round %d/%d:' "$r" "$reps"
+	ways metbench "$r" LOADS="$loads" ITERATIONS="$iters"
+	ways metbenchvar "$r" LOADS="$loads" ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
+	ways balanced "$r" WAYS="none weight" LOADS="$balanced" ITERATIONS="$iters" GROUP_WEIGHT=
+	printf ' (%d s so far)\n' $(($(date +%s) - t0))
+done
+
+# The monitor's per-call cost: one rank, so MPI itself costs next to nothing.
+mpirun --oversubscribe $root -np 1 "$ovh" "$calls" >"$out/overhead-none.txt"
+HPCD_SOCKET= HPCMON_QUIET=1 mpirun --oversubscribe $root -np 1 -x HPCD_SOCKET -x HPCMON_QUIET \
+	-x LD_PRELOAD="$mon" "$ovh" "$calls" >"$out/overhead-hpcmon.txt"
+
+echo
+/usr/bin/python3 "$top/bench/summary.py" "$out" --hpcsim "$build/tools/sim/hpcsim" \
+	--rounds "$reps" --loads "$loads" --iterations "$iters" -k "$k" --balanced "$balanced" \
+	--calls "$calls" | tee "$out/summary.txt"
+echo "(make bench took $(($(date +%s) - t0)) s; load average $load0 at the start," \
+	"$(cut -d' ' -f1-3 /proc/loadavg) at the end, on $(nproc) CPUs: times are noise when" \
+	"the machine is busy, the ratios of one round are side by side)"

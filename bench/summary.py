@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""make bench's summary: medians over the rounds bench.sh ran, as ratios.
+
+usage: summary.py OUT_DIR --hpcsim BIN --rounds N --loads L --iterations I -k K
+                  --balanced L --calls C
+
+OUT_DIR/{metbench,metbenchvar,balanced}/<round>/ hold what
+tools/hpcd/metbench-3ways.sh keeps per way (W.json, W.log); overhead-*.txt
+the output of hpcmon-overhead. The simulator runs the same workloads (loads
+in proportion, the same iterations and swaps) on the paper's machine model
+with polling waits, where the policy's gain is defined; with blocking waits
+the model gives a waiting context's sibling the whole core, so it sees
+nothing to gain (printed too).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+WAYS = ("baseline", "uniform", "adaptive", "none", "weight")
+
+
+def rounds(out, bench, n):
+    """[{way: metbench --json result}] per round that ran."""
+    res = []
+    for r in range(1, n + 1):
+        d = os.path.join(out, bench, str(r))
+        runs = {}
+        for way in WAYS:
+            path = os.path.join(d, way + ".json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    runs[way] = json.load(f)
+        if runs:
+            res.append(runs)
+    if not res:
+        sys.exit("summary.py: no rounds of %s in %s" % (bench, out))
+    return res
+
+
+def median_time(rs, way):
+    return statistics.median(r[way]["total_time_s"] for r in rs)
+
+
+def simulate(hpcsim, out, name, loads, iterations, k=0, wait="spin"):
+    ms = [x / 10.0 for x in loads]
+    spec = {"name": name, "iterations": iterations, "wait": wait}
+    if k:
+        swapped = [ms[i ^ 1] for i in range(len(ms))]
+        spec["phases"] = [{"from": f, "loads_ms": swapped if (f // k) % 2 else ms}
+                          for f in range(0, iterations, k)]
+    else:
+        spec["loads_ms"] = ms
+    path = os.path.join(out, "%s-sim-%s.json" % (name, wait))
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    p = subprocess.run([hpcsim, "table", "--spec", path, "--json"], capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("summary.py: %s failed: %s" % (hpcsim, p.stderr.strip()))
+    return json.loads(p.stdout)
+
+
+def gain(t, base):
+    return 1 - t / base
+
+
+def pct_of(real, sim):
+    return "%6.0f %%" % (100 * real / sim) if sim > 0.005 else "      -"
+
+
+def table(title, rs, sim, sim_block):
+    base = median_time(rs, "baseline")
+    sbase = sim["baseline"]["time_s"]
+    sideal = gain(sim["ideal_time_s"], sbase)
+    lines = [title,
+             "%-9s %9s %12s %8s %10s %9s %11s" % ("way", "time (s)", "vs baseline", "gain",
+                                                "sim gain", "% of sim", "% of ideal")]
+    for way in ("baseline", "uniform", "adaptive"):
+        t = median_time(rs, way)
+        if way == "baseline":
+            lines.append("%-9s %9.3f %12.3f %8s %10s %9s %11s" % (way, t, 1.0, "-", "-", "-", "-"))
+            continue
+        g = gain(t, base)
+        sg = gain(sim[way]["time_s"], sbase)
+        lines.append("%-9s %9.3f %12.3f %7.1f%% %9.1f%% %9s %11s" % (
+            way, t, t / base, 100 * g, 100 * sg, pct_of(g, sg), pct_of(g, sideal)))
+    spread = [r["baseline"]["total_time_s"] for r in rs]
+    lines.append("(medians of %d round(s), baseline %.3f..%.3f s; simulator, polling waits: ideal "
+                 "gain %.1f %%, best static %.1f %%; blocking waits: ideal %.1f %%)" % (
+                     len(rs), min(spread), max(spread), 100 * sideal,
+                     100 * gain(sim["static"]["time_s"], sbase),
+                     100 * gain(sim_block["ideal_time_s"], sim_block["baseline"]["time_s"])))
+    return "\n".join(lines)
+
+
+LOG_COST = re.compile(r"hpcd: ran ([0-9.]+) s, CPU ([0-9]+) ms .*at most ([0-9]+) managed task")
+
+
+def hpcd_cost(out):
+    cpu_ms = task_s = 0.0
+    runs = 0
+    for bench in ("metbench", "metbenchvar", "balanced"):
+        base = os.path.join(out, bench)
+        if not os.path.isdir(base):
+            continue
+        for r in sorted(os.listdir(base)):
+            for way in ("baseline", "uniform", "adaptive", "weight"):
+                path = os.path.join(base, r, way + ".log")
+                if not os.path.exists(path):
+                    continue
+                m = None
+                for line in open(path):
+                    m = LOG_COST.search(line) or m
+                if m and int(m.group(3)):
+                    runs += 1
+                    cpu_ms += float(m.group(2))
+                    task_s += float(m.group(1)) * int(m.group(3))
+    if not runs:
+        return "hpcd's CPU cost: no hpcd log with its cost line"
+    return ("hpcd's CPU time per managed task: %.2f %% of a CPU (%.0f ms of CPU over %.1f "
+            "task-seconds, %d hpcd runs)" % (100 * cpu_ms / 1000 / task_s, cpu_ms, task_s, runs))
+
+
+CALL = re.compile(r"MPI_Barrier ([0-9.]+) ns/call, MPI_Allreduce ([0-9.]+) ns/call")
+
+
+def overhead(out, calls):
+    def per_call(name):
+        vals = [CALL.search(line) for line in open(os.path.join(out, "overhead-%s.txt" % name))]
+        vals = [v for v in vals if v]
+        if not vals:
+            sys.exit("summary.py: no measurement in overhead-%s.txt" % name)
+        return [statistics.median(float(v.group(i)) for v in vals) for i in (1, 2)]
+    none, mon = per_call("none"), per_call("hpcmon")
+    lines = ["libhpcmon per MPI call (1 rank, %d calls, median of 3; publishing off):" % calls]
+    for i, name in enumerate(("MPI_Barrier", "MPI_Allreduce")):
+        lines.append("  %-13s %7.1f ns without, %7.1f ns with the monitor: x%.2f (+%.1f ns)" % (
+            name, none[i], mon[i], mon[i] / none[i], mon[i] - none[i]))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--hpcsim", required=True)
+    ap.add_argument("--rounds", type=int, required=True)
+    ap.add_argument("--loads", required=True)
+    ap.add_argument("--iterations", type=int, required=True)
+    ap.add_argument("-k", type=int, required=True)
+    ap.add_argument("--balanced", required=True)
+    ap.add_argument("--calls", type=int, required=True)
+    a = ap.parse_args()
+    loads = [int(x) for x in a.loads.split(",")]
+
+    mb = rounds(a.out, "metbench", a.rounds)
+    print(table("MetBench (loads %s, %d iterations)" % (a.loads, a.iterations), mb,
+                simulate(a.hpcsim, a.out, "metbench", loads, a.iterations),
+                simulate(a.hpcsim, a.out, "metbench", loads, a.iterations, wait="block")))
+    print()
+    var = rounds(a.out, "metbenchvar", a.rounds)
+    print(table("MetBenchVar (loads %s swapped every k = %d, %d iterations)" % (
+        a.loads, a.k, 3 * a.k), var, simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k),
+        simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k, wait="block")))
+    print()
+    print(hpcd_cost(a.out))
+    print(overhead(a.out, a.calls))
+    bal = rounds(a.out, "balanced", a.rounds)
+    tn, tw = median_time(bal, "none"), median_time(bal, "weight")
+    ratios = sorted(r["weight"]["total_time_s"] / r["none"]["total_time_s"] for r in bal)
+    print("Weight mode on a balanced MetBench (loads %s, %d iterations): hpcd --mode weight / no "
+          "hpcd = %.3f (%.3f s vs %.3f s; per round %s)" % (
+              a.balanced, a.iterations, tw / tn, tw, tn, ", ".join("%.3f" % x for x in ratios)))
+
+
+if __name__ == "__main__":
+    main()
