@@ -1052,19 +1052,28 @@ int trace_cmd(const Opts &o)
 			}
 			for (const auto &l : lines) {
 				r.t.dropped += trace::ftrace_lost(l);
-				auto ev = trace::parse_ftrace_line(l);
-				if (!ev)
-					continue;
-				if (!r.known.count(ev->it.pid)) {
+				auto known = [&](int pid, const std::string &comm, int cpu,
+						 uint32_t prio) {
+					if (r.known.count(pid))
+						return;
 					trace::TaskInfo ti;
-					ti.pid = ev->it.pid;
-					ti.name = ev->comm;
+					ti.pid = pid;
+					ti.name = comm;
 					ti.source = "kernel";
-					ti.cpu = ev->it.cpu;
-					ti.prio = ev->it.old_prio;
+					ti.cpu = cpu;
+					ti.prio = prio;
 					r.task(ti);
+				};
+				if (auto ev = trace::parse_ftrace_line(l)) {
+					known(ev->it.pid, ev->comm, ev->it.cpu, ev->it.old_prio);
+					r.iter(ev->it);
+				} else if (auto j = trace::parse_ftrace_judge(l)) {
+					// Only a judgement that changes the priority is news.
+					if (j->change.prio == j->change.old_prio)
+						continue;
+					known(j->change.pid, j->comm, j->cpu, j->change.old_prio);
+					r.prio(j->change);
 				}
-				r.iter(ev->it);
 			}
 		} else {
 			std::string line;

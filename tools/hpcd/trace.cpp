@@ -353,60 +353,113 @@ bool kv(std::string_view s, std::string_view key, uint64_t &out, size_t from = 0
 
 } // namespace
 
-std::optional<KernelEvent> parse_ftrace_line(std::string_view line)
+namespace
 {
-	static constexpr std::string_view kTag = ": sched_hpc_iteration:";
+
+// A tracefs line of event `tag` (": name:"): its timestamp (ns), the CPU it
+// was logged on, its fields after the tag, the pid and comm fields (the
+// comm may hold blanks: it runs up to " `after`="). False for other lines.
+struct Line {
+	uint64_t at = 0;
+	int cpu = -1, pid = 0;
+	std::string_view fields;
+	std::string comm;
+	size_t rest = 0; // where the fields after comm start
+};
+
+bool event_line(std::string_view line, std::string_view tag, std::string_view after, Line &l)
+{
 	while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
 		line.remove_suffix(1);
 	if (line.empty() || line.front() == '#')
-		return std::nullopt;
-	size_t tag = line.find(kTag);
-	if (tag == std::string_view::npos)
-		return std::nullopt;
+		return false;
+	size_t at = line.find(tag);
+	if (at == std::string_view::npos)
+		return false;
 	// The prefix: "comm-pid [cpu] flags timestamp"; the timestamp is its
 	// last word, the CPU the last word in brackets.
-	std::string_view pre = line.substr(0, tag);
+	std::string_view pre = line.substr(0, at);
 	size_t sp = pre.find_last_of(' ');
 	std::string_view ts = sp == std::string_view::npos ? pre : pre.substr(sp + 1);
-	KernelEvent ev;
-	if (!seconds_ns(ts, ev.it.end_ns))
-		return std::nullopt;
+	if (!seconds_ns(ts, l.at))
+		return false;
 	for (size_t e = pre.rfind(']'); e != std::string_view::npos && e > 0;
 	     e = pre.rfind(']', e - 1)) {
 		size_t b = pre.rfind('[', e);
 		uint64_t cpu;
 		if (b != std::string_view::npos && to_u64(pre.substr(b + 1, e - b - 1), cpu)) {
-			ev.it.cpu = static_cast<int>(cpu);
+			l.cpu = static_cast<int>(cpu);
 			break;
 		}
 		if (b == std::string_view::npos || b == 0)
 			break;
 	}
-	// The fields: pid=N comm=NAME (may hold blanks) run_ns=N ...
-	std::string_view f = line.substr(tag + kTag.size());
-	uint64_t pid = 0, v = 0;
-	if (!kv(f, "pid", pid) || pid == 0 || pid > INT32_MAX)
-		return std::nullopt;
-	ev.it.pid = static_cast<int>(pid);
-	size_t c = f.find(" comm="), r = f.find(" run_ns=");
+	l.fields = line.substr(at + tag.size());
+	uint64_t pid = 0;
+	if (!kv(l.fields, "pid", pid) || pid == 0 || pid > INT32_MAX)
+		return false;
+	l.pid = static_cast<int>(pid);
+	const std::string next = " " + std::string(after) + "=";
+	size_t c = l.fields.find(" comm="), r = l.fields.find(next);
 	if (c == std::string_view::npos || r == std::string_view::npos || r < c)
-		return std::nullopt;
-	ev.comm = std::string(f.substr(c + 6, r - c - 6));
-	if (!kv(f, "run_ns", ev.it.run_ns, r) || !kv(f, "wait_ns", ev.it.wait_ns, r))
-		return std::nullopt;
-	for (auto [k, dst] : {std::pair<const char *, uint32_t *>{"util", &ev.it.util},
-			      {"heur_util", &ev.it.heur_util},
-			      {"old_prio", &ev.it.old_prio},
-			      {"new_prio", &ev.it.prio}}) {
-		if (!kv(f, k, v, r) || v > UINT32_MAX)
-			return std::nullopt;
+		return false;
+	l.comm = std::string(l.fields.substr(c + 6, r - c - 6));
+	l.rest = r;
+	return true;
+}
+
+bool u32_fields(const Line &l, std::initializer_list<std::pair<const char *, uint32_t *>> want)
+{
+	for (auto [k, dst] : want) {
+		uint64_t v = 0;
+		if (!kv(l.fields, k, v, l.rest) || v > UINT32_MAX)
+			return false;
 		*dst = static_cast<uint32_t>(v);
 	}
+	return true;
+}
+
+} // namespace
+
+std::optional<KernelEvent> parse_ftrace_line(std::string_view line)
+{
+	Line l;
+	if (!event_line(line, ": sched_hpc_iteration:", "run_ns", l))
+		return std::nullopt;
+	KernelEvent ev;
+	ev.it.end_ns = l.at;
+	ev.it.cpu = l.cpu;
+	ev.it.pid = l.pid;
+	ev.comm = l.comm;
+	if (!kv(l.fields, "run_ns", ev.it.run_ns, l.rest) ||
+	    !kv(l.fields, "wait_ns", ev.it.wait_ns, l.rest) ||
+	    !u32_fields(l, {{"util", &ev.it.util},
+			    {"heur_util", &ev.it.heur_util},
+			    {"old_prio", &ev.it.old_prio},
+			    {"new_prio", &ev.it.prio}}))
+		return std::nullopt;
 	// The timestamp is when the iteration closed; a clock that does not
 	// fit (not mono) would put its start before 0.
 	if (ev.it.run_ns > ev.it.end_ns || ev.it.wait_ns > ev.it.end_ns - ev.it.run_ns)
 		return std::nullopt;
 	return ev;
+}
+
+std::optional<KernelJudge> parse_ftrace_judge(std::string_view line)
+{
+	Line l;
+	if (!event_line(line, ": sched_hpc_judge:", "heur_util", l))
+		return std::nullopt;
+	KernelJudge j;
+	j.change.pid = l.pid;
+	j.change.at_ns = l.at;
+	j.comm = l.comm;
+	j.cpu = l.cpu;
+	if (!u32_fields(l, {{"heur_util", &j.heur_util},
+			    {"old_prio", &j.change.old_prio},
+			    {"new_prio", &j.change.prio}}))
+		return std::nullopt;
+	return j;
 }
 
 uint64_t ftrace_lost(std::string_view line)

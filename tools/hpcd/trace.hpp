@@ -90,7 +90,7 @@ std::string end_line(const Trace &t);
 // not fit before its end, events out of time order.
 std::optional<Trace> read(std::istream &in, std::string &err);
 
-// ---- the kernel's tracepoint (tracefs text) ------------------------------------
+// ---- the kernel's tracepoints (tracefs text) -----------------------------------
 
 // One line of a tracefs `trace`/`trace_pipe` with the sched_hpc_iteration
 // event (trace_clock mono: the timestamp is the iteration's end):
@@ -102,6 +102,17 @@ struct KernelEvent {
 	std::string comm;
 };
 std::optional<KernelEvent> parse_ftrace_line(std::string_view line);
+// A sched_hpc_judge line: the kernel judged a task that never waits (its
+// priority decided without an iteration closing):
+//   "... 10.000500: sched_hpc_judge: pid=123 comm=app heur_util=.. old_prio=..
+//    new_prio=.."
+struct KernelJudge {
+	PrioChange change;
+	std::string comm;
+	int cpu = -1;
+	uint32_t heur_util = 0;
+};
+std::optional<KernelJudge> parse_ftrace_judge(std::string_view line);
 // The count of a "CPU:N [LOST M EVENTS]" line (the buffer overflowed), else 0.
 uint64_t ftrace_lost(std::string_view line);
 

@@ -15,6 +15,8 @@ namespace
 {
 
 constexpr const char *kEvent = "events/sched/sched_hpc_iteration";
+// Judgements of tasks that never wait; older kernels of the series lack it.
+constexpr const char *kJudge = "events/sched/sched_hpc_judge";
 
 bool is_dir(const std::string &p)
 {
@@ -64,6 +66,8 @@ void TracefsSession::open(const std::string &root, const std::string &name)
 	try {
 		put(dir_ + "/trace_clock", "mono\n");
 		put(dir_ + "/" + kEvent + "/enable", "1\n");
+		if (is_dir(dir_ + "/" + kJudge))
+			put(dir_ + "/" + kJudge + "/enable", "1\n");
 		fd_ = ::open((dir_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd_ < 0)
 			throw std::runtime_error("cannot open " + dir_ +
@@ -112,10 +116,12 @@ void TracefsSession::close()
 		return;
 	// Removing an instance disables its events with it; disable first
 	// anyway, in case the removal is refused (a reader still open).
-	int fd = ::open((dir_ + "/" + kEvent + "/enable").c_str(), O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)!::write(fd, "0\n", 2);
-		::close(fd);
+	for (const char *ev : {kEvent, kJudge}) {
+		int fd = ::open((dir_ + "/" + ev + "/enable").c_str(), O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)!::write(fd, "0\n", 2);
+			::close(fd);
+		}
 	}
 	::rmdir(dir_.c_str());
 	dir_.clear();

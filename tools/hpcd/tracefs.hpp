@@ -23,7 +23,8 @@ public:
 	~TracefsSession() { close(); }
 
 	// Create instance `name` under `root`/instances, set its clock to mono
-	// and enable events/sched/sched_hpc_iteration in it. Throws
+	// and enable events/sched/sched_hpc_iteration in it (and
+	// sched_hpc_judge, when the kernel has it). Throws
 	// std::runtime_error saying what is missing; leaves nothing behind then.
 	void open(const std::string &root, const std::string &name);
 	// The complete lines that arrived, waiting up to `timeout_ms` for the

@@ -341,6 +341,11 @@ start_spin 60; b=$!
 "$hpcd" --cpus $cpus 2>"$work/hpcd6.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
+"$hpcctl" status --json >"$work/status.json" 2>&1
+check "status: hwloc's topology ($(grep -o '"topology":{[^}]*}' "$work/status.json")) and hpcd's CPU time" \
+	$py -c "import json,sys; s=json.load(open(sys.argv[1])); t=s['topology']
+assert t['cores'] >= 1 and t['packages'] >= 1 and t['numa_nodes'] and t['cpus'] >= int(sys.argv[2])
+assert isinstance(s['cpu_ms'], int)" "$work/status.json" "$ncpu"
 "$hpcctl" trace -o "$tdir/live.jsonl" --duration 120 --perfetto "$tdir/live.json" 2>"$work/trace.err" &
 tp=$!; pids+=($tp)
 wait_for 5 '[ -n "$(ls -A "$tdir" | grep hpcctl-)" ]'

@@ -219,14 +219,28 @@ TEST(Ftrace, ParsesTheTracepointLines)
 {
 	std::istringstream in(data("ftrace_sched_hpc.txt"));
 	std::vector<tr::KernelEvent> evs;
+	std::vector<tr::KernelJudge> judged;
 	uint64_t lost = 0;
 	for (std::string l; std::getline(in, l);) {
 		lost += tr::ftrace_lost(l);
 		if (auto e = tr::parse_ftrace_line(l))
 			evs.push_back(*e);
+		if (auto j = tr::parse_ftrace_judge(l))
+			judged.push_back(*j);
 	}
 	EXPECT_EQ(lost, 3u);
-	ASSERT_EQ(evs.size(), 3u) << "comments, sched_switch and the LOST note are not events";
+	ASSERT_EQ(evs.size(), 3u) << "comments, sched_switch, the LOST note and the judgement are "
+				     "not iterations";
+	ASSERT_EQ(judged.size(), 1u);
+	EXPECT_EQ(judged[0].change.pid, 814);
+	EXPECT_EQ(judged[0].comm, "busy one");
+	EXPECT_EQ(judged[0].cpu, 1);
+	EXPECT_EQ(judged[0].change.at_ns, 103360000000u);
+	EXPECT_EQ(judged[0].heur_util, 9950u);
+	EXPECT_EQ(judged[0].change.old_prio, 4u);
+	EXPECT_EQ(judged[0].change.prio, 5u);
+	EXPECT_FALSE(tr::parse_ftrace_judge("x-1 [000] 1.000000: sched_hpc_judge: pid=1 comm=x "
+					    "heur_util=1 old_prio=4"));
 	EXPECT_EQ(evs[0].it.pid, 812);
 	EXPECT_EQ(evs[0].comm, "metbench");
 	EXPECT_EQ(evs[0].it.cpu, 1);
