@@ -173,7 +173,9 @@ static enum hrtimer_restart hpc_emul_expiry_fn(struct hrtimer *timer)
 	update_rq_clock(rq);
 	if (rq->curr->sched_class == &hpc_sched_class) {
 		rq->curr->sched_class->update_curr(rq);
-		if (rq->hpc.emul_limited && !rq->hpc.throttled &&
+		/* Re-armed by a recompute while this callback waited for the lock. */
+		if (!hrtimer_is_queued(timer) && rq->hpc.emul_limited &&
+		    !rq->hpc.throttled &&
 		    rq->hpc.emul_used < rq->hpc.emul_quota) {
 			hrtimer_forward_now(timer,
 					    ns_to_ktime(rq->hpc.emul_quota -

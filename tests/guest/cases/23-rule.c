@@ -18,7 +18,7 @@ struct trace {
 	int n;
 	long long prio[MAXIT];
 	long long util[MAXIT];
-	long long it[MAXIT];	/* iterations closed so far */
+	long long it[MAXIT];	/* decisions so far: iterations + judgements */
 	long long iters;
 	int rc;
 };
@@ -45,7 +45,7 @@ static pid_t shape(struct trace *t, int cpu, int n, unsigned int run, unsigned i
 			_exit(2);
 		t->prio[i] = st.v[HS_PRIO];
 		t->util[i] = st.v[HS_HEUR_UTIL];
-		t->it[i] = st.v[HS_ITERATIONS];
+		t->it[i] = st.v[HS_ITERATIONS] + st.v[HS_JUDGEMENTS];
 		t->iters = st.v[HS_ITERATIONS];
 		t->n = i + 1;
 	}
@@ -114,7 +114,7 @@ static void pair(long long maxp)
 	       maxp, maxp, hi->prio[hi->n - 1]);
 	tap_ok(hi->prio[1] == (maxp > 5 ? 5 : maxp) || hi->prio[2] >= 5,
 	       "max_prio %lld: the climb starts within the first iterations", maxp);
-	tap_ok(steps_ok(hi, maxp), "max_prio %lld: high task moves at most one step per closed iteration",
+	tap_ok(steps_ok(hi, maxp), "max_prio %lld: high task moves at most one step per decision (iteration or judgement)",
 	       maxp);
 	tap_ok(lo->prio[lo->n - 1] == 4, "max_prio %lld: low task stays at 4 (got %lld)",
 	       maxp, lo->prio[lo->n - 1]);
