@@ -60,7 +60,10 @@ std::error_code &ec_sink()
 }
 bool verbose;
 
-void on_signal(int) { exiting = 1; }
+void on_signal(int)
+{
+	exiting = 1;
+}
 
 int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -286,13 +289,14 @@ void print_stats(const Stats &s, bool json)
 			    s.params.fifo ? "fifo" : "rr");
 		for (size_t i = 0; i < s.cpus.size(); i++) {
 			auto &c = s.cpus[i];
-			std::printf("%s{\"cpu\":%zu,\"online\":%u,\"running\":%u,\"throttled\":%u,"
-				    "\"prio\":%u,\"pid\":%u,\"throttles\":%llu,\"throttled_ns\":%llu,"
-				    "\"steals\":%llu,\"run_ns\":%llu}",
-				    i ? "," : "", i, c.online, c.running, c.throttled, c.cur_prio,
-				    c.cur_pid, (unsigned long long)c.nr_throttle,
-				    (unsigned long long)c.throttled_ns, (unsigned long long)c.nr_steal,
-				    (unsigned long long)c.run_ns);
+			std::printf(
+				"%s{\"cpu\":%zu,\"online\":%u,\"running\":%u,\"throttled\":%u,"
+				"\"prio\":%u,\"pid\":%u,\"throttles\":%llu,\"throttled_ns\":%llu,"
+				"\"steals\":%llu,\"run_ns\":%llu}",
+				i ? "," : "", i, c.online, c.running, c.throttled, c.cur_prio,
+				c.cur_pid, (unsigned long long)c.nr_throttle,
+				(unsigned long long)c.throttled_ns, (unsigned long long)c.nr_steal,
+				(unsigned long long)c.run_ns);
 		}
 		std::printf("]}\n");
 	} else {
@@ -323,17 +327,18 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 		for (size_t i = 0; i < tasks.size(); i++) {
 			auto &t = tasks[i];
 			std::printf("%s{\"pid\":%u,\"tgid\":%u,\"comm\":%s,\"cpu\":%u,\"prio\":%u,"
-				    "\"prev_prio\":%u,\"iterations\":%llu,\"judgements\":%llu,\"last_util\":%u,"
+				    "\"prev_prio\":%u,\"iterations\":%llu,\"judgements\":%llu,"
+				    "\"last_util\":%u,"
 				    "\"global_util\":%u,\"heur_util\":%u,\"last_run_ns\":%llu,"
 				    "\"last_wait_ns\":%llu,\"throttled_ns\":%llu,\"run_ns\":%llu,"
 				    "\"exited\":%u}",
-				    i ? ",\n " : "", t.pid, t.tgid, json_str(t.comm, 16).c_str(), t.cpu,
-				    t.prio, t.prev_prio, (unsigned long long)t.nr_iter,
-				    (unsigned long long)t.nr_judged, t.last_util,
-				    t.global_util, t.heur_util, (unsigned long long)t.last_run_ns,
+				    i ? ",\n " : "", t.pid, t.tgid, json_str(t.comm, 16).c_str(),
+				    t.cpu, t.prio, t.prev_prio, (unsigned long long)t.nr_iter,
+				    (unsigned long long)t.nr_judged, t.last_util, t.global_util,
+				    t.heur_util, (unsigned long long)t.last_run_ns,
 				    (unsigned long long)t.last_wait_ns,
-				    (unsigned long long)t.throttled_ns, (unsigned long long)t.run_ns,
-				    t.exited);
+				    (unsigned long long)t.throttled_ns,
+				    (unsigned long long)t.run_ns, t.exited);
 		}
 		std::printf("]\n");
 	} else {
@@ -345,9 +350,9 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 				    "%6.2f%% %11.1f %9.1f %s\n",
 				    t.pid, t.tgid, t.comm, t.cpu, t.prio, t.prev_prio,
 				    (unsigned long long)t.nr_iter, (unsigned long long)t.nr_judged,
-				    t.last_util / 100.0,
-				    t.global_util / 100.0, t.heur_util / 100.0, t.throttled_ns / 1e6,
-				    t.run_ns / 1e6, t.exited ? "exited" : "live");
+				    t.last_util / 100.0, t.global_util / 100.0, t.heur_util / 100.0,
+				    t.throttled_ns / 1e6, t.run_ns / 1e6,
+				    t.exited ? "exited" : "live");
 	}
 	std::fflush(stdout);
 }
@@ -380,8 +385,8 @@ int prog_info(bool json)
 			else
 				std::printf("%-20s id %-5u xlated %5u insns  jited %6u bytes  "
 					    "verified %7u insns  runs %9llu  avg %6llu ns\n",
-					    info.name, id, xl, info.jited_prog_len, info.verified_insns,
-					    cnt, cnt ? ns / cnt : 0ULL);
+					    info.name, id, xl, info.jited_prog_len,
+					    info.verified_insns, cnt, cnt ? ns / cnt : 0ULL);
 			total_x += xl;
 			total_v += info.verified_insns;
 			n++;
@@ -415,7 +420,8 @@ void take_tree(long pid, int &taken, int &failed, int depth = 0)
 	if (depth > 64)
 		return;
 	std::string dir = "/proc/" + std::to_string(pid) + "/task";
-	for (const auto &e : std::filesystem::directory_iterator(dir, std::filesystem::directory_options::skip_permission_denied, ec_sink())) {
+	for (const auto &e : std::filesystem::directory_iterator(
+		     dir, std::filesystem::directory_options::skip_permission_denied, ec_sink())) {
 		long tid = std::strtol(e.path().filename().c_str(), nullptr, 10);
 		if (tid <= 0)
 			continue;
@@ -431,17 +437,19 @@ void take_tree(long pid, int &taken, int &failed, int depth = 0)
 bool check_kernel()
 {
 	if (access(SCX_SYSFS, F_OK)) {
-		std::fprintf(stderr,
-			     "scx_hpc: this kernel has no sched_ext (%s missing): it needs Linux "
-			     "6.12+ built with CONFIG_SCHED_CLASS_EXT=y and CONFIG_DEBUG_INFO_BTF=y\n",
-			     SCX_SYSFS);
+		std::fprintf(
+			stderr,
+			"scx_hpc: this kernel has no sched_ext (%s missing): it needs Linux "
+			"6.12+ built with CONFIG_SCHED_CLASS_EXT=y and CONFIG_DEBUG_INFO_BTF=y\n",
+			SCX_SYSFS);
 		return false;
 	}
 	std::string state = read_file(std::string(SCX_SYSFS) + "/state");
 	if (state != "disabled") {
-		std::fprintf(stderr,
-			     "scx_hpc: a sched_ext scheduler is already active (state %s, ops %s)\n",
-			     state.c_str(), read_file(std::string(SCX_SYSFS) + "/root/ops").c_str());
+		std::fprintf(
+			stderr,
+			"scx_hpc: a sched_ext scheduler is already active (state %s, ops %s)\n",
+			state.c_str(), read_file(std::string(SCX_SYSFS) + "/root/ops").c_str());
 		return false;
 	}
 	return true;
@@ -505,21 +513,22 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
 	for (auto &cg : take_cgroups) {
 		std::ifstream f(cg + "/cgroup.threads");
 		if (!f)
-			std::fprintf(stderr, "scx_hpc: cannot read %s/cgroup.threads\n", cg.c_str());
+			std::fprintf(stderr, "scx_hpc: cannot read %s/cgroup.threads\n",
+				     cg.c_str());
 		long tid;
 		while (f >> tid)
 			(take_tid(tid) ? taken : failed)++;
 	}
 	if (!take_pids.empty() || !take_cgroups.empty())
-		std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed)\n", taken, failed);
+		std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed)\n", taken,
+			    failed);
 	std::fflush(stdout);
 
 	int pfd = bpf_map__fd(skel->maps.params_map);
 	int cfd = bpf_map__fd(skel->maps.cpu_ctx);
 	int tfd = bpf_map__fd(skel->maps.task_info);
 	auto t0 = std::chrono::steady_clock::now();
-	while (!exiting &&
-	       !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
+	while (!exiting && !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
 		for (int i = 0; i < 10 && !exiting; i++)
 			std::this_thread::sleep_for(std::chrono::milliseconds(100));
 		if (!quiet)
@@ -560,12 +569,15 @@ int main(int argc, char **argv)
 	};
 	knob("--low-util", "low_util", "percent below which a task is low (default 65)");
 	knob("--high-util", "high_util", "percent above which a task is high (default 85)");
-	knob("--min-prio", "min_prio", "lowest priority the heuristic gives (default 4, range 1..6)");
-	knob("--max-prio", "max_prio", "highest priority the heuristic gives (default 6, range 1..6)");
+	knob("--min-prio", "min_prio",
+	     "lowest priority the heuristic gives (default 4, range 1..6)");
+	knob("--max-prio", "max_prio",
+	     "highest priority the heuristic gives (default 6, range 1..6)");
 	knob("--global-weight", "global_weight", "Adaptive's G, percent (G + L = 100)");
 	knob("--last-weight", "last_weight", "Adaptive's L, percent (G + L = 100)");
 	knob("--heuristic", "heuristic", "uniform or adaptive (default uniform)");
-	knob("--min-wait-us", "min_wait_us", "shorter waits do not close an iteration (default 100)");
+	knob("--min-wait-us", "min_wait_us",
+	     "shorter waits do not close an iteration (default 100)");
 	knob("--slice-us", "timeslice_us", "RR time slice, 1000..1000000 (default 100000)");
 	knob("--period-us", "emul_period_us",
 	     "bandwidth period of the SMT emulation, 1000..1000000 (default 10000)");
@@ -587,8 +599,9 @@ int main(int argc, char **argv)
 	app.add_option("--take-pid", take_pids,
 		       "after loading, switch this process tree's threads to SCHED_EXT")
 		->type_name("PID");
-	app.add_option("--take-cgroup", take_cgroups,
-		       "after loading, switch the threads of this cgroup (v2 directory) to SCHED_EXT")
+	app.add_option(
+		   "--take-cgroup", take_cgroups,
+		   "after loading, switch the threads of this cgroup (v2 directory) to SCHED_EXT")
 		->type_name("DIR");
 	app.add_flag("-q,--quiet", quiet, "no periodic statistics");
 	app.add_flag("-v,--verbose", verbose, "libbpf debug output");
@@ -620,9 +633,11 @@ int main(int argc, char **argv)
 		}
 		uint32_t val;
 		if (!hpc::parse_param_value(id, v, val)) {
-			std::fprintf(stderr, "scx_hpc: invalid value: %s: '%s' is not a valid value%s\n",
+			std::fprintf(stderr,
+				     "scx_hpc: invalid value: %s: '%s' is not a valid value%s\n",
 				     k.c_str(), v.c_str(),
-				     id == HPC_P_HEURISTIC ? " (uniform or adaptive)" : " (a whole number)");
+				     id == HPC_P_HEURISTIC ? " (uniform or adaptive)"
+							   : " (a whole number)");
 			return EXIT_USAGE;
 		}
 		hpc_param_put(&sp.core, id, val);
@@ -661,12 +676,14 @@ int main(int argc, char **argv)
 			for (auto &s : sets) {
 				auto eq = s.find('=');
 				if (eq == std::string::npos) {
-					std::fprintf(stderr, "scx_hpc: --set %s: expected KEY=VALUE\n",
+					std::fprintf(stderr,
+						     "scx_hpc: --set %s: expected KEY=VALUE\n",
 						     s.c_str());
 					return EXIT_USAGE;
 				}
 				if (!apply_knob(next, s.substr(0, eq), s.substr(eq + 1), err)) {
-					std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
+					std::fprintf(stderr, "scx_hpc: invalid value: %s\n",
+						     err.c_str());
 					return EXIT_USAGE;
 				}
 			}
