@@ -91,12 +91,13 @@ $(SCX_OUT)/obj/%.o: $(SCX_CORE)/%.c $(SCX_CORE)/*.h
 	@mkdir -p $(dir $@)
 	gcc -O2 -g -Wall -Wextra -Werror -I$(SCX_CORE) -c $< -o $@
 
-$(SCX_OUT)/obj/params_text.o: tools/common/params_text.cpp tools/common/params_text.hpp
+$(SCX_OUT)/obj/params_text.o: tools/common/params_text.cpp tools/common/params_text.hpp \
+		$(SCX_CORE)/hpc_policy.h
 	@mkdir -p $(dir $@)
 	g++ $(SCX_CXXFLAGS) -c $< -o $@
 
 $(SCX_OUT)/obj/scx_hpc.o: $(SCX_DIR)/scx_hpc.cpp $(SCX_DIR)/scx_hpc.h $(SCX_INC)/scx_hpc.bpf.skel.h \
-		tools/common/params_text.hpp
+		tools/common/params_text.hpp $(SCX_CORE)/hpc_policy.h $(SCX_CORE)/hpc_smt.h
 	@mkdir -p $(dir $@)
 	g++ $(SCX_CXXFLAGS) -c $< -o $@
 

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdarg>
@@ -40,6 +39,7 @@
 #include "params_text.hpp"
 
 extern "C" {
+#include "hpc_smt.h"
 #include "scx_hpc.h"
 }
 #include "scx_hpc.bpf.skel.h"
@@ -49,7 +49,7 @@ namespace
 
 constexpr const char *SCX_SYSFS = "/sys/kernel/sched_ext";
 constexpr int EXIT_USAGE = 2;
-const hpc_prio_range prio_range = {SCX_HPC_PRIO_MIN, SCX_HPC_PRIO_MAX};
+const hpc_prio_range prio_range = {HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
 
 volatile sig_atomic_t exiting;
 
@@ -83,16 +83,6 @@ std::string read_file(const std::string &path)
 	return s;
 }
 
-bool parse_u32(std::string_view text, uint32_t &out)
-{
-	if (!text.empty() && text.back() == '\n')
-		text.remove_suffix(1);
-	if (text.empty())
-		return false;
-	auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 10);
-	return ec == std::errc() && ptr == text.data() + text.size();
-}
-
 // ------------------------------------------------------------ knobs
 
 // Apply KEY=VALUE (sysfs names) to @sp. Core knobs go through params_text;
@@ -100,25 +90,14 @@ bool parse_u32(std::string_view text, uint32_t &out)
 bool apply_knob(scx_hpc_params &sp, const std::string &key, const std::string &val,
 		std::string &err)
 {
-	if (key == "timeslice_us" || key == "emul_period_us") {
-		const bool slice = key == "timeslice_us";
-		const uint32_t lo = slice ? HPC_MIN_TIMESLICE_US : HPC_MIN_EMUL_PERIOD_US;
-		const uint32_t hi = slice ? HPC_MAX_TIMESLICE_US : HPC_MAX_EMUL_PERIOD_US;
+	if (hpc::is_sched_knob(key)) {
 		uint32_t v;
-		if (!parse_u32(val, v) || v < lo || v > hi) {
-			err = key + "=" + val + ": must be within " + std::to_string(lo) + ".." +
-			      std::to_string(hi);
+		if (!hpc::parse_sched_knob(key, val, v, err))
 			return false;
-		}
-		(key == "timeslice_us" ? sp.slice_us : sp.period_us) = v;
-		return true;
-	}
-	if (key == "queue") {
-		if (val != "rr" && val != "fifo") {
-			err = "queue=" + val + ": must be rr or fifo";
-			return false;
-		}
-		sp.fifo = val == "fifo";
+		if (key == "queue")
+			sp.fifo = v;
+		else
+			(key == "timeslice_us" ? sp.slice_us : sp.period_us) = v;
 		return true;
 	}
 	return hpc::apply_setting(sp.core, key + "=" + val, &prio_range, err);
@@ -480,7 +459,7 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
 	skel->rodata->nr_cpus = ncpus;
 	std::string seq = read_file(std::string(SCX_SYSFS) + "/hotplug_seq");
 	uint32_t hs = 0;
-	if (!seq.empty() && parse_u32(seq, hs))
+	if (!seq.empty() && hpc::parse_u32(seq, hs))
 		skel->struct_ops.hpc_ops->hotplug_seq = hs;
 	bpf_map__set_autoattach(skel->maps.hpc_ops, false);
 

@@ -12,11 +12,6 @@
 #define SCX_HPC_MAX_CPUS	64	/* per-CPU maps and loops are bounded by it */
 #define SCX_HPC_MAX_TASKS	8192	/* entries of the task_info map (LRU) */
 
-/* The priorities the SMT bandwidth emulation can apply (as the kernel's
- * x86-smt-emul backend: 0 = off and 7 = single-thread are outside). */
-#define SCX_HPC_PRIO_MIN	1
-#define SCX_HPC_PRIO_MAX	6
-
 /* The one element of the params map. The loader validates it (the core's
  * hpc_params_check() plus the core's HPC_{MIN,MAX}_{TIMESLICE,EMUL_PERIOD}_US) before every write. */
 struct scx_hpc_params {

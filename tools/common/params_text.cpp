@@ -20,10 +20,46 @@ bool parse_param_value(int id, std::string_view text, uint32_t &out)
 		out = static_cast<uint32_t>(h);
 		return true;
 	}
+	return parse_u32(text, out);
+}
+
+bool parse_u32(std::string_view text, uint32_t &out)
+{
+	if (!text.empty() && text.back() == '\n')
+		text.remove_suffix(1);
 	uint32_t v = 0;
 	auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
-	if (ec != std::errc() || ptr != text.data() + text.size())
+	if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
 		return false;
+	out = v;
+	return true;
+}
+
+bool is_sched_knob(std::string_view key)
+{
+	return key == "timeslice_us" || key == "emul_period_us" || key == "queue";
+}
+
+bool parse_sched_knob(std::string_view key, std::string_view val, uint32_t &out, std::string &err)
+{
+	const std::string setting = std::string(key) + "=" + std::string(val);
+	if (key == "queue") {
+		if (val != "rr" && val != "fifo") {
+			err = setting + ": must be rr or fifo";
+			return false;
+		}
+		out = val == "fifo";
+		return true;
+	}
+	const bool slice = key == "timeslice_us";
+	const uint32_t lo = slice ? HPC_MIN_TIMESLICE_US : HPC_MIN_EMUL_PERIOD_US;
+	const uint32_t hi = slice ? HPC_MAX_TIMESLICE_US : HPC_MAX_EMUL_PERIOD_US;
+	uint32_t v;
+	if (!parse_u32(val, v) || v < lo || v > hi) {
+		err = setting + ": must be a whole number within " + std::to_string(lo) + ".." +
+		      std::to_string(hi);
+		return false;
+	}
 	out = v;
 	return true;
 }

@@ -27,4 +27,18 @@ std::string format_param(const hpc_params &p, int id);
 // heuristic name for "heuristic"). Returns false on malformed input.
 bool parse_param_value(int id, std::string_view text, uint32_t &out);
 
+// A whole decimal number; one trailing newline is tolerated, as `echo` into
+// sysfs writes it. Returns false on anything else (sign, blank, overflow).
+bool parse_u32(std::string_view text, uint32_t &out);
+
+// The schedulers' own knobs (not policy), with the same names and ranges in
+// the kernel class's sysfs, scx_hpc and hpcd: timeslice_us and
+// emul_period_us (microseconds, the core's HPC_{MIN,MAX}_* ranges) and
+// queue (rr or fifo).
+bool is_sched_knob(std::string_view key);
+
+// Parse the value of a scheduler knob: microseconds, or for queue 0 (rr) or
+// 1 (fifo). On error, returns false and says why in `err`.
+bool parse_sched_knob(std::string_view key, std::string_view val, uint32_t &out, std::string &err);
+
 } // namespace hpc

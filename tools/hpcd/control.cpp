@@ -4,7 +4,6 @@
 #include "system.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 using nlohmann::json;
 
@@ -34,14 +33,6 @@ namespace
 bool contains(const std::vector<std::string> &v, const std::string &k)
 {
 	return std::find(v.begin(), v.end(), k) != v.end();
-}
-
-bool parse_u32(std::string_view t, uint32_t &out)
-{
-	if (!t.empty() && t.back() == '\n')
-		t.remove_suffix(1);
-	auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out, 10);
-	return !t.empty() && ec == std::errc() && p == t.data() + t.size();
 }
 
 std::string known_keys()
@@ -75,12 +66,8 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 		}
 		uint32_t v = 0;
 		if (key == "emul_period_us") {
-			if (!parse_u32(val, v) || v < kMinPeriodUs || v > kMaxPeriodUs) {
-				msg = key + ": '" + val + "' is not a whole number in " +
-				      std::to_string(kMinPeriodUs) + ".." +
-				      std::to_string(kMaxPeriodUs);
+			if (!hpc::parse_sched_knob(key, val, v, msg))
 				return SetErr::BadValue;
-			}
 			next.period_us = v;
 		} else if (key == "mode") {
 			if (val != "quota" && val != "weight") {
@@ -95,13 +82,13 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 			}
 			next.balance = val == "on";
 		} else if (key == "window") {
-			if (!parse_u32(val, v) || v < 1 || v > 1000) {
+			if (!hpc::parse_u32(val, v) || v < 1 || v > 1000) {
 				msg = "window: '" + val + "' is not a whole number in 1..1000";
 				return SetErr::BadValue;
 			}
 			next.window = v;
 		} else if (key == "wait_weight") {
-			if (!parse_u32(val, v) || v < 1 || v > 10000) {
+			if (!hpc::parse_u32(val, v) || v < 1 || v > 10000) {
 				msg = "wait_weight: '" + val +
 				      "' is not a whole number in 1..10000";
 				return SetErr::BadValue;

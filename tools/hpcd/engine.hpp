@@ -24,10 +24,8 @@ namespace hpcd
 //    one CPU, cpu.weight/cpu.shares from sliding-window execution times).
 enum class Mode { Quota, Weight };
 
-// The priorities the quota emulation can represent (1: background .. 6), as
-// the kernel's x86-smt-emul backend.
-constexpr hpc_prio_range kBackendRange{1, 6};
-constexpr uint32_t kMinPeriodUs = 1000, kMaxPeriodUs = 1000000, kDefPeriodUs = 10000;
+// The priorities the quota emulation can represent, as every emulation.
+constexpr hpc_prio_range kBackendRange{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
 // Smallest quota CFS accepts (v1 cfs_quota_us and v2 cpu.max).
 constexpr int64_t kMinQuotaUs = 1000;
 // cpu.weight units of an average task in weight mode (the v2 default).
@@ -37,7 +35,7 @@ struct Settings {
 	hpc_params params{};
 	Mode mode = Mode::Quota;
 	bool balance = true; // false: the baseline, every task at HPC_PRIO_NORMAL
-	uint32_t period_us = kDefPeriodUs;
+	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	uint32_t window = 5;           // weight mode: sliding window (iterations)
 	uint32_t wait_weight = 10;     // weight mode: waitValue, for ranks waiting
 	std::vector<int> ignore_ranks; // MPI ranks not adopted (e.g. a master, rank 0)
@@ -47,7 +45,7 @@ struct Settings {
 // What a task's cgroup should hold.
 struct Quota {
 	int64_t quota_us = -1; // < 0: no limit
-	uint32_t period_us = kDefPeriodUs;
+	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	bool operator==(const Quota &) const = default;
 };
 

@@ -185,18 +185,10 @@ void kernel_set(const Opts &o, const std::vector<std::string> &kv)
 		if (hpc_param_lookup(k.c_str()) >= 0) {
 			if (!hpc::apply_setting(p, s, &range, err))
 				fail(kBadSetting, err);
-		} else if (k == "queue") {
-			if (v != "rr" && v != "fifo")
-				fail(kBadSetting, "queue: '" + v + "' is not rr or fifo");
-		} else if (k == "timeslice_us" || k == "emul_period_us") {
-			char *end;
-			errno = 0;
-			unsigned long n = std::strtoul(v.c_str(), &end, 10);
-			unsigned long lo = 1000, hi = 1000000;
-			if (v.empty() || *end || errno || n < lo || n > hi || v[0] == '-')
-				fail(kBadSetting,
-				     fmt::format("{}: '{}' is not a whole number in {}..{}", k, v,
-						 lo, hi));
+		} else if (hpc::is_sched_knob(k)) {
+			uint32_t n;
+			if (!hpc::parse_sched_knob(k, v, n, err))
+				fail(kBadSetting, err);
 		} else if (k == "backend" || k == "prio_range" || k == "smt_pairs") {
 			fail(kBadSetting, k + " is read-only");
 		} else {

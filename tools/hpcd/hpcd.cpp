@@ -45,7 +45,7 @@ struct Opts {
 	std::vector<uint32_t> prios;
 	std::string cpus, control, monitor, mode = "quota", heuristic, balance = "on";
 	std::vector<std::string> settings;
-	uint32_t period_us = kDefPeriodUs;
+	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	double sample_ms = 2.0;
 	uint32_t min_burst_us = 200;
 	bool no_adopt = false, exit_when_idle = false, cleanup = false, strict_cpus = false;
@@ -804,7 +804,7 @@ int main(int argc, char **argv)
 		->check(CLI::IsMember({"on", "off"}));
 	app.add_option("--set", o.settings, "tunable KEY=VALUE (sysfs names), repeatable");
 	app.add_option("--period-us", o.period_us, "bandwidth period (emul_period_us)")
-		->check(CLI::Range(kMinPeriodUs, kMaxPeriodUs));
+		->check(CLI::Range(HPC_MIN_EMUL_PERIOD_US, HPC_MAX_EMUL_PERIOD_US));
 	app.add_option("--sample-ms", o.sample_ms, "/proc sampling period")
 		->check(CLI::Range(0.1, 1000.0));
 	app.add_option("--min-burst-us", o.min_burst_us,

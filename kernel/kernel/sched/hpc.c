@@ -274,7 +274,7 @@ static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
  * once its sibling closed an iteration it computed through, the policy core
  * judges it on its open iteration.
  */
-static void hpc_account_sibling(struct rq *rq, struct task_struct *p)
+static void hpc_account_sibling(struct rq *rq, struct task_struct *p, u64 now)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct hpc_task *it = hpc_it(p);
@@ -282,7 +282,7 @@ static void hpc_account_sibling(struct rq *rq, struct task_struct *p)
 
 	if (!hpc_sibling_snap(cpu_of(rq), &peer))
 		return;
-	if (hpc_task_sibling_judge(it, hpc_clock(), &c->p, &peer)) {
+	if (hpc_task_sibling_judge(it, now, &c->p, &peer)) {
 		trace_sched_hpc_judge(p, it->heur_util, it->prev_prio,
 				      it->prio);
 		p->hpc.applied_prio = hpc_task_clamp_prio(it, &c->p);
@@ -620,10 +620,11 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct sched_hpc_entity *hse = &p->hpc;
+	u64 now = hpc_clock();
 
 	update_curr_hpc(rq);
-	hpc_task_tick(hpc_it(p), hpc_clock());
-	hpc_account_sibling(rq, p);
+	hpc_task_tick(hpc_it(p), now);
+	hpc_account_sibling(rq, p, now);
 	hpc_snap_publish(cpu_of(rq), p);
 	/* Picked just as its CPU ran out of budget: leave at once. */
 	if (rq->hpc.throttled)

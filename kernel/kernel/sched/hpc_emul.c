@@ -242,7 +242,7 @@ static void hpc_emul_init_rq(struct rq *rq, int cpu)
 
 const struct hpc_backend hpc_emul_backend = {
 	.name		= "x86-smt-emul",
-	.range		= { .min = 1, .max = 6 },
+	.range		= { .min = HPC_SMT_EMUL_PRIO_MIN, .max = HPC_SMT_EMUL_PRIO_MAX },
 	.init_rq	= hpc_emul_init_rq,
 	.apply		= hpc_emul_apply,
 	.reset		= hpc_emul_reset,

@@ -22,6 +22,14 @@
 /* Largest priority difference of the decode table (R = 64). */
 #define HPC_SMT_MAX_DIFF	5
 
+/*
+ * The priorities an emulation by CPU bandwidth can apply (the kernel's
+ * x86-smt-emul backend, scx_hpc, hpcd): 1 (background) .. 6. 0 (context
+ * off) and 7 (single-thread mode) change the core, not a budget.
+ */
+#define HPC_SMT_EMUL_PRIO_MIN	1
+#define HPC_SMT_EMUL_PRIO_MAX	6
+
 u32 hpc_smt_decode_share(u32 own, u32 sib);
 u32 hpc_smt_share_speed(u32 share);
 u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
