@@ -70,6 +70,25 @@ wait_for() { # SECONDS 'SHELL CODE': evaluate it until it succeeds or time runs 
 }
 ctl_up() { "$hpcctl" --backend hpcd status --json >/dev/null 2>&1; }
 start_spin() { "$spin" "$@" >/dev/null & pids+=($!); }
+# As libhpcmon would: hello records for ranks 0 (pid A) and 1 (pid B) of one
+# job, then N iterations 1 s apart, A heavy (999.8 ms computing), B light.
+send_pair() {
+	/usr/bin/python3 - "$HPCD_SOCKET" "$1" "$2" "$3" <<'PY'
+import socket, struct, sys, time
+path, a, b, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
+    return struct.pack("=IHHiiiIQQQQ", 0x48504331, 1, kind, pid, rank, 2, 7, it, run, wait, end)
+for pid, rank in ((a, 0), (b, 1)):
+    s.sendto(rec(2, pid, rank), path)
+time.sleep(0.3)
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+for i in range(n):
+    end = now + (i + 1) * 1000000000
+    s.sendto(rec(1, b, 1, i, 250000000, 750000000, end), path)
+    s.sendto(rec(1, a, 0, i, 999800000, 200000, end + 10000), path)
+PY
+}
 task_json() { "$hpcctl" --backend hpcd top --once --json | python3 -c "import json,sys; t={x['pid']:x for x in json.load(sys.stdin)}; print(t[$1]['$2'])"; }
 
 orig_aff=$(affinity $$)
@@ -165,21 +184,7 @@ start_spin 60; b=$!
 "$hpcd" --cpus $cpus 2>"$work/hpcd4.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
-python3 - "$HPCD_SOCKET" $a $b <<'PY'
-import socket, struct, sys, time
-path, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
-    return struct.pack("=IHHiiiIQQQQ", 0x48504331, 1, kind, pid, rank, 2, 7, it, run, wait, end)
-for pid, rank in ((a, 0), (b, 1)):
-    s.sendto(rec(2, pid, rank), path)
-time.sleep(0.3)
-now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-for i in range(4):
-    end = now + (i + 1) * 1000000000
-    s.sendto(rec(1, b, 1, i, 250000000, 750000000, end), path)
-    s.sendto(rec(1, a, 0, i, 999800000, 200000, end + 10000), path)
-PY
+send_pair $a $b 4
 sleep 0.3
 check "monitor: hello adopted both ranks" wait_for 3 'test "$(task_json $a source 2>/dev/null)/$(task_json $b rank 2>/dev/null)" = "monitor/1"'
 check "monitor: iterations drive the core (heavy prio $(task_json $a prio), light $(task_json $b prio))" \
@@ -349,21 +354,7 @@ assert isinstance(s['cpu_ms'], int)" "$work/status.json" "$ncpu"
 "$hpcctl" trace -o "$tdir/live.jsonl" --duration 120 --perfetto "$tdir/live.json" 2>"$work/trace.err" &
 tp=$!; pids+=($tp)
 wait_for 5 '[ -n "$(ls -A "$tdir" | grep hpcctl-)" ]'
-$py - "$HPCD_SOCKET" $a $b <<'PY'
-import socket, struct, sys, time
-path, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
-    return struct.pack("=IHHiiiIQQQQ", 0x48504331, 1, kind, pid, rank, 2, 7, it, run, wait, end)
-for pid, rank in ((a, 0), (b, 1)):
-    s.sendto(rec(2, pid, rank), path)
-time.sleep(0.3)
-now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-for i in range(6):
-    end = now + (i + 1) * 1000000000
-    s.sendto(rec(1, b, 1, i, 250000000, 750000000, end), path)
-    s.sendto(rec(1, a, 0, i, 999800000, 200000, end + 10000), path)
-PY
+send_pair $a $b 6
 sleep 0.5
 kill -INT $tp; wait $tp; rc=$?
 check "trace of hpcd stopped by SIGINT: exit 0 ($(tr '\n' ' ' <"$work/trace.err"))" test $rc -eq 0

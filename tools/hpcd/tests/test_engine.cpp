@@ -2,30 +2,14 @@
 // from monitor records, and the weight-mode rule on hand-computed windows.
 #include "engine.hpp"
 
+#include "test_util.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace hpcd;
 
-namespace
-{
-constexpr uint64_t ms = 1000000;
-
-hpcmon_record rec(int pid, int rank, uint64_t iter, uint64_t run, uint64_t wait, uint64_t end)
-{
-	hpcmon_record r{};
-	r.magic = HPCMON_MAGIC;
-	r.version = HPCMON_VERSION;
-	r.kind = HPCMON_ITERATION;
-	r.pid = pid;
-	r.rank = rank;
-	r.size = 2;
-	r.iteration = iter;
-	r.run_ns = run;
-	r.wait_ns = wait;
-	r.end_ns = end;
-	return r;
-}
-} // namespace
+using hpcd_test::ms;
+using hpcd_test::rec;
 
 TEST(SmtQuota, BothBusyFollowsTheModel)
 {

@@ -2,6 +2,8 @@
 #include "control.hpp"
 #include "itlog.hpp"
 
+#include "test_util.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace hpcd;
@@ -9,23 +11,8 @@ using nlohmann::json;
 
 namespace
 {
-constexpr uint64_t ms = 1000000;
-
-hpcmon_record rec(int pid, int rank, uint64_t iter, uint64_t run, uint64_t wait, uint64_t end)
-{
-	hpcmon_record r{};
-	r.magic = HPCMON_MAGIC;
-	r.version = HPCMON_VERSION;
-	r.kind = HPCMON_ITERATION;
-	r.pid = pid;
-	r.rank = rank;
-	r.size = 2;
-	r.iteration = iter;
-	r.run_ns = run;
-	r.wait_ns = wait;
-	r.end_ns = end;
-	return r;
-}
+using hpcd_test::ms;
+using hpcd_test::rec;
 
 // Two monitored ranks on one emulated core: 10 computes 95 ms and waits
 // 5 ms, 20 computes 25 ms and waits 75 ms, every 100 ms.

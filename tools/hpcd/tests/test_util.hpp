@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cgroup.hpp"
+#include "hpcmon_proto.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,26 @@
 
 namespace hpcd_test
 {
+
+constexpr uint64_t ms = 1000000;
+
+// An iteration record of the MPI monitor, as libhpcmon sends it.
+inline hpcmon_record rec(int pid, int rank, uint64_t iter, uint64_t run, uint64_t wait,
+			 uint64_t end)
+{
+	hpcmon_record r{};
+	r.magic = HPCMON_MAGIC;
+	r.version = HPCMON_VERSION;
+	r.kind = HPCMON_ITERATION;
+	r.pid = pid;
+	r.rank = rank;
+	r.size = 2;
+	r.iteration = iter;
+	r.run_ns = run;
+	r.wait_ns = wait;
+	r.end_ns = end;
+	return r;
+}
 
 inline std::string data(const std::string &name)
 {
