@@ -139,25 +139,17 @@ void hpc_unthrottle(struct rq *rq)
 		resched_curr(rq);
 }
 
-static void hpc_snap_publish(int cpu, struct task_struct *p)
+/*
+ * Publish @p's state as the snapshot of @cpu: always when @p is the task
+ * that runs there (@own), else only if the snapshot shows @p or nothing.
+ */
+static void hpc_snap_store(int cpu, struct task_struct *p, bool own)
 {
 	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
 	unsigned long flags;
 
 	raw_spin_lock_irqsave(&s->lock, flags);
-	s->pid = p->pid;
-	s->t = *hpc_it(p);
-	raw_spin_unlock_irqrestore(&s->lock, flags);
-}
-
-/* Refresh the snapshot of @cpu if it shows @p (or nothing). */
-static void hpc_snap_refresh(int cpu, struct task_struct *p)
-{
-	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&s->lock, flags);
-	if (!s->pid || s->pid == p->pid) {
+	if (own || !s->pid || s->pid == p->pid) {
 		s->pid = p->pid;
 		s->t = *hpc_it(p);
 	}
@@ -314,7 +306,7 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 		add_nr_running(rq, 1);
 	}
 
-	hpc_snap_refresh(cpu_of(rq), p);
+	hpc_snap_store(cpu_of(rq), p, false);
 	/* A woken task starts a compute phase with its new priority. */
 	hpc_backend->apply(rq, p, hpc_task_clamp_prio(hpc_it(p),
 						      &hpc_conf()->p));
@@ -331,7 +323,7 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	if (flags & DEQUEUE_SLEEP) {
 		hpc_task_sleep(hpc_it(p), hpc_clock());
-		hpc_snap_refresh(cpu_of(rq), p);
+		hpc_snap_store(cpu_of(rq), p, false);
 	}
 
 	list_del_init(&hse->run_list);
@@ -397,7 +389,7 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 
 	/* A new priority takes effect when the task (re)starts computing. */
 	hse->applied_prio = hpc_task_clamp_prio(hpc_it(p), &c->p);
-	hpc_snap_publish(cpu_of(rq), p);
+	hpc_snap_store(cpu_of(rq), p, true);
 	hpc_backend->apply(rq, p, hse->applied_prio);
 }
 
@@ -625,7 +617,7 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 	update_curr_hpc(rq);
 	hpc_task_tick(hpc_it(p), now);
 	hpc_account_sibling(rq, p, now);
-	hpc_snap_publish(cpu_of(rq), p);
+	hpc_snap_store(cpu_of(rq), p, true);
 	/* Picked just as its CPU ran out of budget: leave at once. */
 	if (rq->hpc.throttled)
 		resched_curr(rq);
