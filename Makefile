@@ -45,6 +45,9 @@ include tools/userspace.mk
 -include sched_ext/scx.mk
 -include bench/metbench/metbench.mk
 -include bench/bench.mk
+-include tools/kbuild/ppc.mk
+-include tools/hpclb/hpclb.mk
+-include bench/repro/repro.mk
 
 CHECK_RUN = $(or $(CHECK_ONLY),$(CHECK_SUITES))
 
