@@ -1,0 +1,21 @@
+# libhpclb (cross-node rebalancing): build targets, test suites and its part
+# of 'make bench'. Included from the top-level Makefile.
+#
+#   make hpclb          the library, its tests and the decision-time benchmark
+#   make check-hpclb    unit tests: formulas, parsers, plans, C API (GoogleTest)
+#   make bench-hpclb    decision time for 1e5 work units on 1e3 simulated ranks
+
+HPCLB_DIR := $(BUILD)/tools/hpclb
+
+CHECK_SUITES += hpclb
+
+.PHONY: hpclb check-hpclb bench-hpclb
+
+hpclb: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target hpclb hpclb-tests hpclb-decide
+
+check-hpclb: hpclb
+	@tests/run-suite hpclb -- $(HPCLB_DIR)/hpclb-tests
+
+bench-hpclb: hpclb
+	@bench/hpclb/bench.sh $(BUILD) $(BENCH_DIR)/hpclb

@@ -1,0 +1,97 @@
+/* libhpclb: cross-node rebalancing, C API.
+ *
+ * Every function returning int returns 0 on success and -1 on bad input;
+ * hpclb_last_error() then says why (per thread), and nothing was changed.
+ * The C++ API (hpclb/hpclb.hpp) is the same functions with exceptions; the
+ * MPI step function is in hpclb/hpclb_mpi.h.
+ */
+#ifndef HPCLB_H
+#define HPCLB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const char *hpclb_last_error(void);
+
+/* DRUM machine tree (Faik et al. §3): read from the paper's XML format. */
+typedef struct hpclb_tree hpclb_tree;
+hpclb_tree *hpclb_tree_parse_xml(const char *xml); /* NULL on error */
+hpclb_tree *hpclb_tree_load_xml(const char *path); /* NULL on error */
+hpclb_tree *hpclb_tree_flat(const char *const *hosts, size_t n);
+void hpclb_tree_free(hpclb_tree *t);
+/* Capabilities of a computing node: benchmark MFLOPS b_n, CPU used by the
+ * job u_n and idle CPU i_n (in CPUs). */
+int hpclb_tree_set_cpu(hpclb_tree *t, int id, double mflops, double cpu_util, double cpu_idle);
+/* An interface of a node: speed (MB/s) and CAF = packets in + out per s. */
+int hpclb_tree_add_interface(hpclb_tree *t, int id, double speed_mbs, double caf);
+/* Node powers (§3.3) with w_dynamic in [0, 1]. */
+int hpclb_tree_compute(hpclb_tree *t, double w_dynamic);
+/* Computing nodes in depth-first order: ids and shares of the total work
+ * (they add up to 1). Returns how many there are (fills at most cap). */
+size_t hpclb_tree_leaves(const hpclb_tree *t, int *ids, double *shares, size_t cap);
+/* H_cpu (§4) of n CPU speeds (all > 0); negative on error. */
+double hpclb_h_cpu(const double *speeds, size_t n);
+
+/* Cloud-aware refinement (Gupta et al. Algorithm 1). */
+typedef struct {
+	double freq;       /* f_p, iterations/s of the speed loop */
+	double background; /* O_p, seconds */
+} hpclb_vcpu;
+typedef struct {
+	int64_t id;
+	double cpu_time; /* t_i, seconds */
+	int proc;        /* where it ran */
+	uint64_t bytes;
+} hpclb_task;
+/* new_proc[i]: the VCPU of task i after the plan; imbalance (max/avg of the
+ * ticks) before and after may be NULL. */
+int hpclb_refine(const hpclb_vcpu *vcpus, size_t nvcpu, const hpclb_task *tasks, size_t ntask,
+		 double epsilon, int *new_proc, double *imbalance_before, double *imbalance_after);
+double hpclb_background_load(double t_lb, double task_time, double t_idle);
+
+/* Container migration plan (Zhao et al. Algorithm 2). */
+typedef struct {
+	double ecu;      /* NumECU: capacity */
+	double interval; /* execution time this period */
+	double psi;      /* imbalance indicator psi_k (seconds) */
+} hpclb_host;
+typedef struct {
+	int64_t id;
+	int host;
+	double exe_t;   /* sliding-window execution time, seconds */
+	uint64_t bytes; /* state to move */
+} hpclb_container;
+typedef struct {
+	int64_t id;
+	int from, to;
+} hpclb_move;
+/* Writes at most cap moves; *nmoves is the plan's length. */
+int hpclb_migration_plan(const hpclb_host *hosts, size_t nhost, const hpclb_container *c, size_t nc,
+			 double dump_rate, hpclb_move *moves, size_t cap, size_t *nmoves);
+
+/* RUPER-LB task (speed-based redistribution of iterations). */
+typedef struct hpclb_ruper hpclb_ruper;
+typedef struct {
+	double checkpoint_interval, threshold, max_deviation, min_report, max_report;
+} hpclb_ruper_params;
+void hpclb_ruper_defaults(hpclb_ruper_params *p);
+hpclb_ruper *hpclb_ruper_new(uint64_t iterations, size_t workers, const hpclb_ruper_params *p,
+			     double now);
+void hpclb_ruper_free(hpclb_ruper *r);
+/* Returns the worker's preliminary assignment. */
+int hpclb_ruper_start(hpclb_ruper *r, size_t w, double now, uint64_t *assigned);
+/* Returns the suggested time until the next report in *next. */
+int hpclb_ruper_report(hpclb_ruper *r, size_t w, uint64_t done, double now, double *next);
+/* 0 finish, 1 report first, 2 continue (more iterations were assigned). */
+int hpclb_ruper_request_finish(hpclb_ruper *r, size_t w, double now, int *answer);
+uint64_t hpclb_ruper_assigned(const hpclb_ruper *r, size_t w);
+int hpclb_ruper_finished(const hpclb_ruper *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,270 @@
+// libhpclb: cross-node rebalancing (C++ API).
+//
+// Four methods, each a pure decision function over plain data, so a plan
+// depends only on its inputs (deterministic: ties are broken by ids):
+//
+//  * DRUM resource model (Faik et al., "A model for resource-aware load
+//    balancing on heterogeneous clusters"): MachineTree, node power, H_cpu.
+//  * Cloud-aware refinement (Gupta et al., "Improving HPC application
+//    performance in cloud through dynamic load balancing", Algorithm 1):
+//    refine().
+//  * Container migration plan (Zhao et al., "Auto-tuning performance of MPI
+//    parallel programs using resource management in container-based virtual
+//    cloud", Algorithm 2): migration_plan(). Its Algorithm 1 (CPU weight per
+//    container inside a host) is hpcd's weight mode (tools/hpcd).
+//  * RUPER-LB (speed-based redistribution of iterations): RuperTask.
+//
+// Every input is validated; bad input throws hpclb::Error with a message
+// that names the offending value, and changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpclb
+{
+
+struct Error : std::runtime_error {
+	using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------- DRUM ----
+
+enum class NodeType { Network, Computing };
+
+// One communication interface of a node (DRUM §3.2): speed s in MB/s and its
+// communication activity factor CAF = lambda + mu (packets/s in + out).
+struct Interface {
+	std::string name;
+	double speed_mbs = 0;
+	double caf = 0;
+};
+
+struct MachineNode {
+	int id = 0; // the XML "name"
+	NodeType type = NodeType::Computing;
+	std::string description;
+	std::vector<int> children; // ids, in the file's order
+	bool monitorable = true;
+	// Capabilities of a computing node (DRUM §3.3.1): b_n, the benchmark's
+	// MFLOPS; u_n, the CPU used by the job's processes and i_n, the idle
+	// CPU, both in CPUs (1.0 = one whole CPU).
+	double mflops = 0;
+	double cpu_util = 0;
+	double cpu_idle = 0;
+	std::vector<Interface> interfaces;
+	// Results of MachineTree::compute() (all normalised among siblings).
+	double p = 0, c = 0, w_comm = 0, power = 0, share = 0;
+};
+
+// Weights of the processing power (DRUM §3.3.1): w_dynamic + w_static = 1.
+struct PowerParams {
+	double w_dynamic = 0; // 0 before any monitoring (the paper's rule)
+};
+
+// The machine tree: root -> network nodes -> computing nodes (DRUM §3).
+class MachineTree
+{
+public:
+	// The paper's XML format (Figure 2):
+	//   <machinemodel numnode="N"><node type="NETWORK_NODE|COMPUTING_NODE"
+	//   name="ID" description=".." childrenNum="K" children="a;b;"
+	//   IsMonitorable="0|1" [mflops="B"] [ifspeed="MB/s"]/>...</machinemodel>
+	// mflops and ifspeed are optional extensions (static capability and
+	// interface speed). Throws Error on malformed XML, bad numbers, negative
+	// capacities, unknown child ids, cycles, several parents or roots.
+	static MachineTree parse_xml(std::string_view text);
+	static MachineTree load_xml(const std::string &path);
+	// A discovered tree: one network root, one computing node per name.
+	static MachineTree flat(const std::vector<std::string> &hosts);
+
+	std::string to_xml() const;
+	int root() const { return root_; }
+	const std::map<int, MachineNode> &nodes() const { return nodes_; }
+	MachineNode &node(int id);
+	const MachineNode &node(int id) const;
+	// Computing nodes in depth-first order (children in file order).
+	std::vector<int> leaves() const;
+	// DRUM §3.3: power_n = w_comm*c_n + w_cpu*p_n per node, normalised among
+	// siblings; share = product of the normalised powers from the root, so
+	// the leaves' shares add up to 1.
+	void compute(const PowerParams &pp);
+
+private:
+	void check() const;
+	std::map<int, MachineNode> nodes_;
+	int root_ = -1;
+};
+
+// c_n = (1/k) sum_i log(s_i) / (1 + CAF_i)      (DRUM §3.3.2)
+double comm_power(const std::vector<Interface> &ifs);
+// w_comm = 1 - 1/(1 + CAF_n), CAF_n the mean CAF of the interfaces (§3.3.2)
+double comm_weight(const std::vector<Interface> &ifs);
+// H_cpu = sqrt(sum_j (mean W - W_j)^2 / P), W_j = V_j / max V  (DRUM §4)
+double h_cpu(const std::vector<double> &speeds);
+
+// Work split: n units of work over nodes with the given shares, largest
+// remainder rounding (the sum is exactly n; ties go to the lower index).
+std::vector<uint64_t> split(uint64_t n, const std::vector<double> &shares);
+
+// -------------------------------------------------------- refinement ----
+
+// One VCPU (a rank) of the cloud-aware refinement (Gupta et al. §IV).
+struct Vcpu {
+	double freq = 1;       // f_p: speed from the Figure 2 loop (iterations/s)
+	double background = 0; // O_p = T_lb - sum t_i - t_idle (seconds, >= 0)
+};
+
+struct Task {
+	int64_t id = 0;
+	double cpu_time = 0; // t_i, seconds during the last LB period
+	int proc = 0;        // m_i^{k-1}: where it ran
+	uint64_t bytes = 0;  // state size (for the migration plan)
+};
+
+struct RefineResult {
+	std::vector<int> proc;       // m_i^k, index-aligned with the tasks
+	std::vector<double> load;    // ticks per VCPU after the plan
+	double avg = 0;              // Tk_avg (Eq. 1)
+	double imbalance_before = 0; // max/avg of the ticks before
+	double imbalance_after = 0;  // max/avg after
+	size_t moves = 0;
+};
+
+// Eq. 2: background load of one VCPU over one LB period.
+double background_load(double t_lb, double task_time, double t_idle);
+
+// Algorithm 1. epsilon: permissible deviation from Tk_avg, in ticks (>= 0).
+RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon);
+
+// The paper's compute loop (Figure 2), `iter_block` iterations: the VCPU's
+// "frequency" f_p in loop iterations per second.
+double speed_loop(uint64_t iter_block);
+
+// -------------------------------------------------- migration plan ----
+
+struct Host {
+	double ecu = 1;      // NumECU[k] = capacity[k]  (Eq. 1)
+	double interval = 0; // interval_k: the host's execution time this period
+	double psi = 0;      // psi_k: imbalance indicator, possibly accumulated
+};
+
+struct Container {
+	int64_t id = 0;
+	int host = 0;       // x_{i,j}: where it is
+	double exe_t = 0;   // exeT[k,i]: execution time in the sliding window
+	uint64_t bytes = 0; // memory to dump
+};
+
+struct Move {
+	int64_t id;
+	int from, to;
+	bool operator==(const Move &) const = default;
+};
+
+struct MigrationPlan {
+	std::vector<Move> moves;
+	std::vector<double> usage; // u_i before (Eq. 3)
+	double average_usage = 0;  // Eq. 4
+	std::vector<int64_t> kept; // candidates that found no destination
+};
+
+struct PlanParams {
+	double dump_rate = 10e6; // bytes/s: lambda(dump) = bytes / dump_rate (~1 s per 10 MB)
+};
+
+// psi_p = |interval_p - ALM| (Eq. 1), ALM the mean (Eq. 2).
+std::vector<double> psi(const std::vector<double> &intervals);
+// LIP = max_p psi_p / interval_p (Eq. 3).
+double lip(const std::vector<double> &intervals);
+
+// Algorithm 2 (migrationCandidates): sources, candidates, destinations.
+MigrationPlan migration_plan(const std::vector<Host> &hosts,
+			     const std::vector<Container> &containers, const PlanParams &pp = {});
+
+// ------------------------------------------------------------ RUPER-LB ----
+
+// One worker (a thread, or at MPI level a "guess worker" for a whole rank).
+struct RuperWorker {
+	uint64_t assigned = 0; // iterations to do
+	bool started = false, finished = false;
+	uint64_t done = 0;          // reported iterations done
+	double last_report = 0;     // timestamp of the last report (s)
+	double start = 0;           // timestamp of the start
+	std::vector<double> speeds; // measured speeds (iterations/s)
+	double interval = 0;        // the suggested time until the next report
+	double speed() const { return speeds.empty() ? 0 : speeds.back(); }
+	// Iterations done at `t` if its speed did not change since the report.
+	double pred_done(double t) const;
+};
+
+struct RuperParams {
+	double checkpoint_interval = 1;           // dt: minimum time between checkpoints (s)
+	double threshold = 0.5;                   // balance time threshold (s)
+	double max_deviation = 0.2;               // maximum speed deviation |v/v' - 1|
+	double min_report = 0.05, max_report = 1; // bounds of the report interval (s)
+};
+
+enum class FinishAnswer { Finish, Report, Continue };
+
+// The task object (RUPER-LB §2.1, Table 1): workers report asynchronously,
+// checkpoints re-assign the remaining iterations by measured speed.
+class RuperTask
+{
+public:
+	RuperTask(uint64_t iterations, size_t workers, const RuperParams &p, double now);
+	// Worker w starts: its preliminary assignment (an equal share of what no
+	// started worker has been given yet).
+	uint64_t start(size_t w, double now);
+	// report(): stores the speed measure and returns the suggested time until
+	// the next report (shorter when the speed changed by more than
+	// max_deviation). `guess`: the value is a prediction (MPI level, §2.2).
+	double report(size_t w, uint64_t done, double now, bool guess = false);
+	// checkPoint: redistribute the remaining iterations by speed; returns
+	// the predicted remaining time (s).
+	double checkpoint(double now);
+	// A worker asks to finish.
+	FinishAnswer request_finish(size_t w, double now);
+	bool finished() const;
+	uint64_t iterations() const { return to_do_; }
+	void set_iterations(uint64_t n) { to_do_ = n; }
+	const std::vector<RuperWorker> &workers() const { return w_; }
+	uint64_t assigned(size_t w) const { return w_.at(w).assigned; }
+	size_t checkpoints() const { return checkpoints_; }
+
+private:
+	uint64_t to_do_;
+	std::vector<RuperWorker> w_;
+	RuperParams p_;
+	double start_, last_checkpoint_;
+	size_t checkpoints_ = 0;
+	double remaining_ = 0;
+};
+
+// --------------------------------------------------------------- monitors ----
+
+// Counters read from /proc (DRUM's agents, Gupta's t_idle).
+struct CpuTimes {
+	uint64_t idle_ticks = 0, total_ticks = 0; // summed over the CPUs asked for
+};
+// /proc/stat (or `text`): the idle (idle + iowait) and total jiffies of the
+// listed CPUs (all CPUs when empty).
+CpuTimes read_cpu_times(const std::vector<int> &cpus, const std::string &text = {});
+struct NetDev {
+	std::string name;
+	uint64_t rx_packets = 0, tx_packets = 0;
+};
+// /proc/net/dev (or `text`).
+std::vector<NetDev> read_net_dev(const std::string &text = {});
+// MemAvailable from /proc/meminfo (or `text`), bytes.
+uint64_t read_mem_available(const std::string &text = {});
+// A LINPACK-like dense kernel (n x n LU without pivoting on a diagonally
+// dominant matrix): MFLOPS.
+double dense_mflops(int n = 200);
+
+} // namespace hpclb

@@ -1,0 +1,143 @@
+// Cloud-aware refinement load balancing: "Improving HPC Application
+// Performance in Cloud through Dynamic Load Balancing" (Gupta et al.),
+// §IV: Eq. 1-3, Algorithm 1 and the speed loop of Figure 2.
+#include "hpclb/hpclb.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace hpclb
+{
+
+double background_load(double t_lb, double task_time, double t_idle)
+{
+	if (!(t_lb >= 0) || !(task_time >= 0) || !(t_idle >= 0))
+		throw Error("background load: times must be >= 0");
+	// Eq. 2. Clock granularity can make it slightly negative: no background.
+	return std::max(0.0, t_lb - task_time - t_idle);
+}
+
+RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon)
+{
+	const size_t P = vcpus.size();
+	if (!P)
+		throw Error("refine: no VCPU");
+	if (!(epsilon >= 0) || !std::isfinite(epsilon))
+		throw Error("refine: epsilon must be >= 0");
+	for (size_t p = 0; p < P; p++)
+		if (!(vcpus[p].freq > 0) || !std::isfinite(vcpus[p].freq) ||
+		    !(vcpus[p].background >= 0) || !std::isfinite(vcpus[p].background))
+			throw Error("refine: VCPU " + std::to_string(p) +
+				    ": frequency must be > 0 and background load >= 0");
+	std::set<int64_t> ids;
+	for (const auto &t : tasks) {
+		if (t.proc < 0 || static_cast<size_t>(t.proc) >= P)
+			throw Error("refine: task " + std::to_string(t.id) + " is on VCPU " +
+				    std::to_string(t.proc) + ", outside 0.." +
+				    std::to_string(P - 1));
+		if (!(t.cpu_time >= 0) || !std::isfinite(t.cpu_time))
+			throw Error("refine: task " + std::to_string(t.id) +
+				    ": CPU time must be >= 0");
+		if (!ids.insert(t.id).second)
+			throw Error("refine: task id " + std::to_string(t.id) + " appears twice");
+	}
+
+	RefineResult r;
+	r.proc.resize(tasks.size());
+	r.load.assign(P, 0);
+	// Ticks: t_i * f_{m_i^{k-1}}, processor-independent (Eq. 3); the
+	// background load in ticks of its own VCPU, O_p * f_p.
+	std::vector<double> ticks(tasks.size());
+	// Tasks per VCPU by (ticks, id): ties broken by id, not by input order.
+	using Key = std::tuple<double, int64_t, size_t>;
+	std::vector<std::set<Key>> on(P);
+	// Summed in id order, so that the input's order cannot change a load
+	// by a rounding error (and with it a tie).
+	std::vector<size_t> order(tasks.size());
+	for (size_t i = 0; i < order.size(); i++)
+		order[i] = i;
+	std::sort(order.begin(), order.end(),
+		  [&](size_t a, size_t b) { return tasks[a].id < tasks[b].id; });
+	for (size_t i : order) {
+		const auto &t = tasks[i];
+		ticks[i] = t.cpu_time * vcpus[t.proc].freq;
+		r.proc[i] = t.proc;
+		r.load[t.proc] += ticks[i];
+		on[t.proc].insert({ticks[i], t.id, i});
+	}
+	for (size_t p = 0; p < P; p++)
+		r.load[p] += vcpus[p].background * vcpus[p].freq;
+	double sum = 0, mx = 0;
+	for (double l : r.load) {
+		sum += l;
+		mx = std::max(mx, l);
+	}
+	r.avg = sum / static_cast<double>(P); // Eq. 1
+	r.imbalance_before = r.avg > 0 ? mx / r.avg : 1;
+	const double slack = 1e-12 * std::max(1.0, r.avg);
+
+	// Lines 2-9: overHeap (ordered by load, most loaded first; ties: lower
+	// VCPU first) and underSet (ordered by load, least loaded first).
+	auto heavy = [&](size_t p) { return r.load[p] - r.avg > epsilon; };
+	auto light = [&](size_t p) { return r.avg - r.load[p] > epsilon; };
+	std::set<std::pair<double, size_t>> over, under;
+	for (size_t p = 0; p < P; p++) {
+		if (heavy(p))
+			over.insert({-r.load[p], p});
+		else if (light(p))
+			under.insert({r.load[p], p});
+	}
+	// Lines 10-15.
+	while (!over.empty() && !under.empty()) {
+		size_t donor = over.begin()->second; // deleteMaxHeap
+		over.erase(over.begin());
+		// getBestCoreAndTask: the largest task on the donor that the least
+		// loaded underloaded VCPU takes without going above Tk_avg (so
+		// no receiver is ever overloaded); that VCPU is bestCore.
+		auto [rload, core] = *under.begin();
+		double room = r.avg - rload + slack;
+		auto &set = on[donor];
+		auto it = set.upper_bound({room, INT64_MAX, SIZE_MAX});
+		if (it == set.begin())
+			continue; // nothing fits anywhere: the donor stays as it is
+		--it;
+		size_t task = std::get<2>(*it);
+		on[core].insert(*it);
+		set.erase(it);
+		r.proc[task] = static_cast<int>(core); // line 13
+		r.moves++;
+		// updateHeapAndSet (line 14).
+		under.erase(under.begin());
+		r.load[donor] -= ticks[task];
+		r.load[core] += ticks[task];
+		if (heavy(donor))
+			over.insert({-r.load[donor], donor});
+		if (light(core))
+			under.insert({r.load[core], core});
+	}
+	mx = 0;
+	for (double l : r.load)
+		mx = std::max(mx, l);
+	r.imbalance_after = r.avg > 0 ? mx / r.avg : 1;
+	return r;
+}
+
+double speed_loop(uint64_t iter_block)
+{
+	if (!iter_block)
+		throw Error("speed loop: iter_block must be > 0");
+	volatile double result = 0; // Figure 2, kept from being optimised away
+	auto t0 = std::chrono::steady_clock::now();
+	for (uint64_t i = 0; i < iter_block; i++) {
+		double b = 0.1 + 0.1 * result;
+		result = static_cast<int>(std::sqrt(1 + std::cos(b * 1.57)));
+	}
+	double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	return static_cast<double>(iter_block) / std::max(s, 1e-9);
+}
+
+} // namespace hpclb
