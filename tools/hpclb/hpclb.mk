@@ -2,7 +2,8 @@
 # of 'make bench'. Included from the top-level Makefile.
 #
 #   make hpclb          the library, its tests and the decision-time benchmark
-#   make check-hpclb    unit tests: formulas, parsers, plans, C API (GoogleTest)
+#   make check-hpclb    unit tests: formulas, parsers, plans, C API (GoogleTest);
+#                       Stencil2D under mpirun with 2-4 ranks (TAP)
 #   make bench-hpclb    decision time for 1e5 work units on 1e3 simulated ranks
 
 HPCLB_DIR := $(BUILD)/tools/hpclb
@@ -12,10 +13,11 @@ CHECK_SUITES += hpclb
 .PHONY: hpclb check-hpclb bench-hpclb
 
 hpclb: deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target hpclb hpclb-tests hpclb-decide
+	cmake --build $(BUILD) -j $(JOBS) --target hpclb hpclb-tests hpclb-decide hpclb-stencil2d
 
 check-hpclb: hpclb
-	@tests/run-suite hpclb -- $(HPCLB_DIR)/hpclb-tests
+	@tests/run-suite hpclb -- bash -c '$(HPCLB_DIR)/hpclb-tests; a=$$?; \
+		tools/hpclb/tests/mpi-tests.sh $(BUILD); b=$$?; exit $$((a | b))'
 
 bench-hpclb: hpclb
 	@bench/hpclb/bench.sh $(BUILD) $(BENCH_DIR)/hpclb

@@ -15,6 +15,18 @@ struct hpclb_ruper {
 namespace
 {
 thread_local std::string last_error;
+}
+
+namespace hpclb
+{
+void set_last_error(const std::string &what)
+{
+	last_error = what;
+}
+} // namespace hpclb
+
+namespace
+{
 
 template <typename F> int guard(F &&f)
 {

@@ -1,0 +1,246 @@
+// Stencil2D: a 5-point Jacobi stencil over a grid over-decomposed into
+// blocks; blocks are libhpclb's migratable work units (the refinement
+// paper's benchmark, §V-VI). Every LB period the blocks' measured times go to
+// hpclb_mpi_step() and the plan's blocks move with hpclb_mpi_exchange().
+//
+// The result does not depend on where blocks run: the checksum (block sums
+// added in block order on rank 0) is the same with and without balancing.
+//
+// usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K]
+//        [--mode none|refine|container] [--slow RANK:FACTOR] [--die-at ITER]
+// --slow makes one rank FACTOR times slower (it repeats its kernel), for
+// runs without cgroups; --die-at makes rank 1 exit there (tests).
+#include "hpclb/hpclb_mpi.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace
+{
+struct Block {
+	std::vector<double> a, b; // (s+2) x (s+2), halo included
+	double load = 0;
+};
+int S = 32, B = 8; // block side, blocks per side
+int idx(int i, int j)
+{
+	return i * (S + 2) + j;
+}
+
+const void *get_block(int64_t id, size_t *len, void *arg)
+{
+	auto &blocks = *static_cast<std::map<int, Block> *>(arg);
+	auto &bl = blocks.at(static_cast<int>(id));
+	*len = bl.a.size() * sizeof(double);
+	return bl.a.data();
+}
+void put_block(int64_t id, const void *buf, size_t len, void *arg)
+{
+	auto &blocks = *static_cast<std::map<int, Block> *>(arg);
+	Block bl;
+	bl.a.resize(len / sizeof(double));
+	std::memcpy(bl.a.data(), buf, len);
+	bl.b = bl.a;
+	blocks[static_cast<int>(id)] = std::move(bl);
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+	MPI_Init(&argc, &argv);
+	int rank, size;
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	int n = 256, iters = 100, every = 10, mode = HPCLB_MODE_REFINE, slow_rank = -1, die_at = -1;
+	double slow = 1;
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		auto val = [&]() -> std::string {
+			if (i + 1 >= argc) {
+				if (!rank)
+					std::fprintf(stderr, "stencil2d: %s needs a value\n",
+						     a.c_str());
+				MPI_Abort(MPI_COMM_WORLD, 2);
+			}
+			return argv[++i];
+		};
+		if (a == "--n")
+			n = std::atoi(val().c_str());
+		else if (a == "--blocks")
+			B = std::atoi(val().c_str());
+		else if (a == "--iters")
+			iters = std::atoi(val().c_str());
+		else if (a == "--lb-every")
+			every = std::atoi(val().c_str());
+		else if (a == "--die-at")
+			die_at = std::atoi(val().c_str());
+		else if (a == "--slow") {
+			std::string v = val();
+			if (std::sscanf(v.c_str(), "%d:%lf", &slow_rank, &slow) != 2 || slow < 1)
+				slow_rank = -2;
+		} else if (a == "--mode") {
+			std::string m = val();
+			mode = m == "none"        ? HPCLB_MODE_NONE
+			       : m == "refine"    ? HPCLB_MODE_REFINE
+			       : m == "container" ? HPCLB_MODE_CONTAINER
+						  : -1;
+		} else {
+			mode = -2;
+		}
+	}
+	if (n < 4 || B < 1 || n % B || iters < 1 || every < 1 || mode < 0 || slow_rank < -1) {
+		if (!rank)
+			std::fprintf(stderr, "stencil2d: bad arguments (N divisible by B, mode "
+					     "none|refine|container, --slow RANK:FACTOR>=1)\n");
+		MPI_Finalize();
+		return 2;
+	}
+	S = n / B;
+	hpclb_ctx *lb = hpclb_mpi_new(MPI_COMM_WORLD, mode);
+	if (!lb) {
+		std::fprintf(stderr, "stencil2d: %s\n", hpclb_last_error());
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	MPI_Comm comm = hpclb_mpi_comm(lb);
+	const int nb = B * B;
+	std::vector<int> owner(nb);
+	std::map<int, Block> blocks;
+	for (int b = 0; b < nb; b++) {
+		owner[b] = static_cast<int>(static_cast<long>(b) * size / nb);
+		if (owner[b] == rank) {
+			Block bl;
+			bl.a.assign(static_cast<size_t>((S + 2) * (S + 2)), 0.0);
+			if (b / B == 0) // the grid's top edge is held at 1
+				for (int j = 0; j < S + 2; j++)
+					bl.a[idx(0, j)] = 1.0;
+			bl.b = bl.a;
+			blocks[b] = std::move(bl);
+		}
+	}
+	const int di[4] = {-1, 1, 0, 0}, dj[4] = {0, 0, -1, 1};
+	double t0 = MPI_Wtime();
+	int step = 0;
+	for (int it = 1; it <= iters; it++) {
+		if (it == die_at && rank == 1) {
+			std::fprintf(stderr, "stencil2d: rank 1 exits at iteration %d (--die-at)\n",
+				     it);
+			_exit(3);
+		}
+		// Halo exchange: for block b, neighbour d's edge arrives with tag b*4+d.
+		std::vector<MPI_Request> req;
+		std::vector<std::vector<double>> out, in;
+		std::vector<std::pair<int, int>> in_for;
+		out.reserve(blocks.size() * 4);
+		in.reserve(blocks.size() * 4);
+		for (auto &[b, bl] : blocks) {
+			int bi = b / B, bj = b % B;
+			for (int d = 0; d < 4; d++) {
+				int ni = bi + di[d], nj = bj + dj[d];
+				if (ni < 0 || ni >= B || nj < 0 || nj >= B)
+					continue;
+				int nbk = ni * B + nj;
+				// My edge facing the neighbour, for its halo on the opposite side.
+				std::vector<double> e(static_cast<size_t>(S));
+				for (int k = 0; k < S; k++)
+					e[k] = d == 0   ? bl.a[idx(1, k + 1)]
+					       : d == 1 ? bl.a[idx(S, k + 1)]
+					       : d == 2 ? bl.a[idx(k + 1, 1)]
+							: bl.a[idx(k + 1, S)];
+				int opp = d ^ 1;
+				out.push_back(std::move(e));
+				req.emplace_back();
+				MPI_Isend(out.back().data(), S, MPI_DOUBLE, owner[nbk],
+					  nbk * 4 + opp, comm, &req.back());
+				in.emplace_back(static_cast<size_t>(S));
+				in_for.push_back({b, d});
+				req.emplace_back();
+				MPI_Irecv(in.back().data(), S, MPI_DOUBLE, owner[nbk], b * 4 + d,
+					  comm, &req.back());
+			}
+		}
+		double w0 = MPI_Wtime();
+		MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+		hpclb_mpi_wait(lb, MPI_Wtime() - w0);
+		for (size_t k = 0; k < in.size(); k++) {
+			auto &bl = blocks[in_for[k].first];
+			int d = in_for[k].second;
+			for (int m = 0; m < S; m++) {
+				int i = d == 0 ? 0 : d == 1 ? S + 1 : m + 1;
+				int j = d == 2 ? 0 : d == 3 ? S + 1 : m + 1;
+				bl.a[idx(i, j)] = in[k][m];
+			}
+		}
+		for (auto &[b, bl] : blocks) {
+			// t_i is CPU time, as in the refinement paper (§IV): time lost
+			// to other processes is their background load O_p, not the block's.
+			timespec c0{}, c1{};
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+			int reps = rank == slow_rank ? static_cast<int>(std::lround(slow)) : 1;
+			for (int r = 0; r < reps; r++)
+				for (int i = 1; i <= S; i++)
+					for (int j = 1; j <= S; j++)
+						bl.b[idx(i, j)] =
+							0.25 *
+							(bl.a[idx(i - 1, j)] + bl.a[idx(i + 1, j)] +
+							 bl.a[idx(i, j - 1)] + bl.a[idx(i, j + 1)]);
+			for (int i = 1; i <= S; i++)
+				for (int j = 1; j <= S; j++)
+					bl.a[idx(i, j)] = bl.b[idx(i, j)];
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+			bl.load += static_cast<double>(c1.tv_sec - c0.tv_sec) +
+				   1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+		}
+		if (it % every == 0 && it < iters) {
+			for (auto &[b, bl] : blocks) {
+				hpclb_mpi_unit(lb, b, bl.load, bl.a.size() * sizeof(double));
+				bl.load = 0;
+			}
+			double ib = 1, ia = 1;
+			if (hpclb_mpi_step(lb, &ib, &ia) != 0) {
+				std::fprintf(stderr, "stencil2d: %s\n", hpclb_last_error());
+				MPI_Abort(MPI_COMM_WORLD, 1);
+			}
+			const hpclb_move *mv;
+			size_t nm = hpclb_mpi_moves(lb, &mv);
+			hpclb_mpi_exchange(lb, get_block, put_block, &blocks);
+			for (size_t k = 0; k < nm; k++) {
+				if (mv[k].from == rank)
+					blocks.erase(static_cast<int>(mv[k].id));
+				owner[mv[k].id] = mv[k].to;
+			}
+			if (!rank)
+				std::printf(
+					"lb step %d iter %d: imbalance %.3f -> %.3f, %zu moves\n",
+					++step, it, ib, ia, nm);
+		}
+	}
+	double elapsed = MPI_Wtime() - t0;
+	std::vector<double> sums(nb, 0.0), total(nb, 0.0);
+	for (auto &[b, bl] : blocks)
+		for (int i = 1; i <= S; i++)
+			for (int j = 1; j <= S; j++)
+				sums[b] += bl.a[idx(i, j)];
+	MPI_Reduce(sums.data(), total.data(), nb, MPI_DOUBLE, MPI_SUM, 0, comm);
+	std::vector<int> count(size, 0);
+	for (int b = 0; b < nb; b++)
+		count[owner[b]]++;
+	if (!rank) {
+		double cs = 0;
+		for (double x : total)
+			cs += x;
+		std::printf("blocks per rank:");
+		for (int c : count)
+			std::printf(" %d", c);
+		std::printf("\nchecksum %.12e\ntime %.3f s\n", cs, elapsed);
+	}
+	hpclb_mpi_free(lb);
+	MPI_Finalize();
+	return 0;
+}

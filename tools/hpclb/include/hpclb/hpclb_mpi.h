@@ -1,0 +1,68 @@
+/* libhpclb over MPI: the step function an application calls at its
+ * synchronisation points, and point-to-point helpers to move its units.
+ *
+ * Who decides: rank 0 of a duplicate of the application's communicator.
+ * Every rank sends its units (id, load, bytes) and its own measures (speed,
+ * background load) with one MPI_Gatherv; rank 0 runs the plan (a pure,
+ * deterministic function) and broadcasts it with one MPI_Bcast, so every
+ * rank applies the same plan. One decider keeps the plan global (the
+ * refinement and the migration plan look at every VCPU at once, as in the
+ * papers) and costs O(units) bytes gathered plus the plan's O(U log U) time
+ * on one rank: 1e5 units on 1e3 ranks is ~2.4 MB and well under a second
+ * (make bench prints the decision time). Past that, a tree of deciders
+ * (one per DRUM network node) would split the work; it is not built here.
+ */
+#ifndef HPCLB_MPI_H
+#define HPCLB_MPI_H
+
+#include "hpclb.h"
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hpclb_mode {
+	HPCLB_MODE_NONE = 0,      /* measure and report only */
+	HPCLB_MODE_REFINE = 1,    /* cloud-aware refinement (Algorithm 1) */
+	HPCLB_MODE_CONTAINER = 2, /* container migration plan (Algorithm 2) */
+};
+
+typedef struct hpclb_ctx hpclb_ctx;
+
+/* Collective over comm (which is duplicated). Measures this rank's speed with
+ * the refinement paper's loop (Figure 2). NULL on error (same on all ranks). */
+hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode);
+/* Collective. */
+void hpclb_mpi_free(hpclb_ctx *c);
+/* Refinement tolerance epsilon as a fraction of Tk_avg (default 0.02). */
+int hpclb_mpi_set_epsilon(hpclb_ctx *c, double fraction);
+/* Migration cost: bytes per second of a move (default 100e6). */
+int hpclb_mpi_set_dump_rate(hpclb_ctx *c, double bytes_per_s);
+/* A unit this rank holds, with its measured load (seconds) since the last
+ * step and its size in bytes. Register every unit once per period. */
+int hpclb_mpi_unit(hpclb_ctx *c, int64_t id, double load, uint64_t bytes);
+/* Time (s) this rank waited for others since the last step (e.g. in its
+ * halo exchange). When a rank reports it, its background load is
+ * O_p = T_lb - sum(load) - wait (Eq. 2 with the rank's own idle time);
+ * otherwise t_idle is its share of its CPUs' idle time from /proc/stat. */
+int hpclb_mpi_wait(hpclb_ctx *c, double seconds);
+/* Collective: decide. Afterwards hpclb_mpi_moves() is the plan (the same on
+ * every rank); imbalance (max/avg of the loads, before and predicted after)
+ * may be NULL. */
+int hpclb_mpi_step(hpclb_ctx *c, double *imbalance_before, double *imbalance_after);
+size_t hpclb_mpi_moves(const hpclb_ctx *c, const hpclb_move **moves);
+/* Collective: apply the plan's moves of contiguous buffers. For each move
+ * from this rank, get(id) gives the buffer to send (it may be freed after the
+ * call returns); for each move to this rank, put(id, buf, len) receives it
+ * (buf is valid during the call only). */
+typedef const void *(*hpclb_get_fn)(int64_t id, size_t *len, void *arg);
+typedef void (*hpclb_put_fn)(int64_t id, const void *buf, size_t len, void *arg);
+int hpclb_mpi_exchange(hpclb_ctx *c, hpclb_get_fn get, hpclb_put_fn put, void *arg);
+/* The communicator the library uses (the duplicate). */
+MPI_Comm hpclb_mpi_comm(const hpclb_ctx *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

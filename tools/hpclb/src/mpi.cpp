@@ -1,0 +1,321 @@
+// The MPI step function: gather on rank 0 of a duplicate communicator, one
+// deterministic plan, broadcast (see hpclb_mpi.h for why one decider).
+#include "hpclb/hpclb.hpp"
+#include "hpclb/hpclb_mpi.h"
+
+#include <cstring>
+#include <sched.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace hpclb
+{
+void set_last_error(const std::string &what); // capi.cpp
+}
+
+namespace
+{
+struct ErrorSink {
+	void operator=(const std::string &s) { hpclb::set_last_error(s); }
+} mpi_error;
+
+struct UnitRec {
+	int64_t id;
+	double load;
+	uint64_t bytes;
+};
+struct RankRec {
+	double freq, background, cpu;
+};
+
+double cpu_seconds()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+std::vector<int> my_cpus()
+{
+	cpu_set_t set;
+	std::vector<int> out;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &set))
+				out.push_back(i);
+	return out;
+}
+} // namespace
+
+struct hpclb_ctx {
+	MPI_Comm comm = MPI_COMM_NULL;
+	int rank = 0, size = 1, mode = 0, local_ranks = 1;
+	double epsilon = 0.02, dump_rate = 100e6, freq = 1;
+	std::vector<UnitRec> units;
+	std::vector<hpclb_move> moves;
+	std::vector<double> psi_acc; // rank 0: accumulated psi per rank
+	std::vector<int> cpus;
+	double t_last = 0, cpu_last = 0, wait = 0;
+	bool wait_known = false;
+	hpclb::CpuTimes idle_last;
+};
+
+extern "C" {
+
+hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
+{
+	auto *c = new hpclb_ctx;
+	MPI_Comm_dup(comm, &c->comm);
+	MPI_Comm_rank(c->comm, &c->rank);
+	MPI_Comm_size(c->comm, &c->size);
+	c->mode = mode;
+	int ok = mode >= HPCLB_MODE_NONE && mode <= HPCLB_MODE_CONTAINER, all = 0;
+	MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
+	if (!all) {
+		mpi_error = "hpclb_mpi_new: unknown mode " + std::to_string(mode);
+		MPI_Comm_free(&c->comm);
+		delete c;
+		return nullptr;
+	}
+	// Ranks sharing this node's CPUs (for the per-rank share of idle time).
+	MPI_Comm local;
+	MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+	MPI_Comm_size(local, &c->local_ranks);
+	MPI_Comm_free(&local);
+	// f_p from the refinement paper's loop (Figure 2): the best of 3.
+	for (int i = 0; i < 3; i++)
+		c->freq = std::max(i ? c->freq : 0.0, hpclb::speed_loop(2000000));
+	c->psi_acc.assign(static_cast<size_t>(c->size), 0);
+	c->cpus = my_cpus();
+	MPI_Barrier(c->comm);
+	c->t_last = MPI_Wtime();
+	c->cpu_last = cpu_seconds();
+	c->idle_last = hpclb::read_cpu_times(c->cpus);
+	return c;
+}
+
+void hpclb_mpi_free(hpclb_ctx *c)
+{
+	if (!c)
+		return;
+	MPI_Comm_free(&c->comm);
+	delete c;
+}
+
+int hpclb_mpi_set_epsilon(hpclb_ctx *c, double f)
+{
+	if (!(f >= 0 && f < 10)) {
+		mpi_error = "epsilon must be a fraction of Tk_avg in [0, 10)";
+		return -1;
+	}
+	c->epsilon = f;
+	return 0;
+}
+
+int hpclb_mpi_set_dump_rate(hpclb_ctx *c, double r)
+{
+	if (!(r > 0)) {
+		mpi_error = "dump rate must be > 0 bytes/s";
+		return -1;
+	}
+	c->dump_rate = r;
+	return 0;
+}
+
+int hpclb_mpi_unit(hpclb_ctx *c, int64_t id, double load, uint64_t bytes)
+{
+	if (!(load >= 0)) {
+		mpi_error = "unit " + std::to_string(id) + ": load must be >= 0";
+		return -1;
+	}
+	c->units.push_back({id, load, bytes});
+	return 0;
+}
+
+int hpclb_mpi_wait(hpclb_ctx *c, double s)
+{
+	if (!(s >= 0)) {
+		mpi_error = "wait time must be >= 0";
+		return -1;
+	}
+	c->wait += s;
+	c->wait_known = true;
+	return 0;
+}
+
+MPI_Comm hpclb_mpi_comm(const hpclb_ctx *c)
+{
+	return c->comm;
+}
+
+size_t hpclb_mpi_moves(const hpclb_ctx *c, const hpclb_move **m)
+{
+	if (m)
+		*m = c->moves.data();
+	return c->moves.size();
+}
+
+int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
+{
+	// This rank's measures over the period: T_lb, its own CPU time (an MPI
+	// rank busy-waits inside MPI, so its whole CPU time is its own, not
+	// background) and its share of the idle time of its CPUs (/proc/stat).
+	const double now = MPI_Wtime(), cpu = cpu_seconds();
+	auto idle = hpclb::read_cpu_times(c->cpus);
+	const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+	const double t_lb = now - c->t_last;
+	const double ncpu = static_cast<double>(std::max<size_t>(1, c->cpus.size()));
+	const double t_idle = static_cast<double>(idle.idle_ticks - c->idle_last.idle_ticks) / hz /
+			      static_cast<double>(c->local_ranks);
+	// Eq. 2 with the CPU time this rank could have had (its CPUs' time over
+	// the ranks that share them).
+	const double avail = t_lb * std::min(1.0, ncpu / c->local_ranks);
+	double task_time = 0;
+	for (const auto &u : c->units)
+		task_time += u.load;
+	RankRec me{c->freq, std::max(0.0, avail - (cpu - c->cpu_last) - t_idle), cpu - c->cpu_last};
+	if (c->wait_known)
+		me.background = hpclb::background_load(t_lb, task_time, c->wait);
+	c->wait = 0;
+	c->wait_known = false;
+	c->t_last = now;
+	c->cpu_last = cpu;
+	c->idle_last = idle;
+
+	int n = static_cast<int>(c->units.size() * sizeof(UnitRec));
+	std::vector<int> counts(c->rank ? 0 : c->size), displs(c->rank ? 0 : c->size);
+	MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c->comm);
+	std::vector<RankRec> ranks(c->rank ? 0 : c->size);
+	MPI_Gather(&me, sizeof me, MPI_BYTE, ranks.data(), sizeof me, MPI_BYTE, 0, c->comm);
+	std::vector<UnitRec> all;
+	if (!c->rank) {
+		size_t tot = 0;
+		for (int p = 0; p < c->size; p++) {
+			displs[p] = static_cast<int>(tot);
+			tot += static_cast<size_t>(counts[p]);
+		}
+		all.resize(tot / sizeof(UnitRec));
+	}
+	MPI_Gatherv(c->units.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(),
+		    MPI_BYTE, 0, c->comm);
+	c->units.clear();
+
+	// Rank 0 decides: [status, n moves, imbalance before/after] then moves.
+	double head[4] = {0, 0, 1, 1};
+	std::string err;
+	c->moves.clear();
+	if (!c->rank) {
+		try {
+			std::vector<hpclb::Task> tasks;
+			size_t k = 0;
+			for (int p = 0; p < c->size; p++)
+				for (int j = 0; j < counts[p] / static_cast<int>(sizeof(UnitRec));
+				     j++, k++)
+					tasks.push_back({all[k].id, all[k].load, p, all[k].bytes});
+			std::vector<hpclb::Vcpu> v;
+			std::vector<double> interval(static_cast<size_t>(c->size), 0);
+			for (const auto &t : tasks)
+				interval[static_cast<size_t>(t.proc)] += t.cpu_time;
+			double fmax = 0;
+			for (const auto &r : ranks) {
+				v.push_back({r.freq, r.background});
+				fmax = std::max(fmax, r.freq);
+			}
+			// Imbalance of the measured loads (max/avg), before.
+			auto ps = hpclb::psi(interval);
+			double avg = 0, mx = 0;
+			for (double x : interval) {
+				avg += x;
+				mx = std::max(mx, x);
+			}
+			avg /= c->size;
+			head[2] = avg > 0 ? mx / avg : 1;
+			head[3] = head[2];
+			if (c->mode == HPCLB_MODE_REFINE) {
+				auto probe = hpclb::refine(v, tasks, 0);
+				auto r = hpclb::refine(v, tasks, c->epsilon * probe.avg);
+				head[2] = r.imbalance_before;
+				head[3] = r.imbalance_after;
+				for (size_t i = 0; i < tasks.size(); i++)
+					if (r.proc[i] != tasks[i].proc)
+						c->moves.push_back(
+							{tasks[i].id, tasks[i].proc, r.proc[i]});
+			} else if (c->mode == HPCLB_MODE_CONTAINER) {
+				std::vector<hpclb::Host> h;
+				for (int p = 0; p < c->size; p++) {
+					c->psi_acc[p] += ps[p]; // accumulated imbalance
+					h.push_back(
+						{ranks[p].freq / fmax, interval[p], c->psi_acc[p]});
+				}
+				std::vector<hpclb::Container> ct;
+				for (const auto &t : tasks)
+					ct.push_back({t.id, t.proc, t.cpu_time, t.bytes});
+				auto plan = hpclb::migration_plan(h, ct, {c->dump_rate});
+				for (const auto &m : plan.moves)
+					c->moves.push_back({m.id, m.from, m.to});
+				if (!plan.moves.empty())
+					std::fill(c->psi_acc.begin(), c->psi_acc.end(), 0);
+			}
+			head[1] = static_cast<double>(c->moves.size());
+		} catch (const std::exception &e) {
+			head[0] = 1;
+			err = e.what();
+			c->moves.clear();
+		}
+	}
+	MPI_Bcast(head, 4, MPI_DOUBLE, 0, c->comm);
+	if (head[0] != 0) {
+		// Everyone learns why the step failed.
+		int len = static_cast<int>(err.size());
+		MPI_Bcast(&len, 1, MPI_INT, 0, c->comm);
+		err.resize(static_cast<size_t>(len));
+		MPI_Bcast(err.data(), len, MPI_CHAR, 0, c->comm);
+		mpi_error = "hpclb_mpi_step: " + err;
+		return -1;
+	}
+	c->moves.resize(static_cast<size_t>(head[1]));
+	MPI_Bcast(c->moves.data(), static_cast<int>(c->moves.size() * sizeof(hpclb_move)), MPI_BYTE,
+		  0, c->comm);
+	if (before)
+		*before = head[2];
+	if (after)
+		*after = head[3];
+	return 0;
+}
+
+// Messages between two ranks are not overtaken (MPI's ordering rule): the
+// moves from one rank to another arrive in the plan's order with tags 0
+// (length) and 1 (data), whatever the number of moves.
+int hpclb_mpi_exchange(hpclb_ctx *c, hpclb_get_fn get, hpclb_put_fn put, void *arg)
+{
+	std::vector<MPI_Request> reqs;
+	std::vector<uint64_t> lens(c->moves.size());
+	for (size_t i = 0; i < c->moves.size(); i++) {
+		const auto &m = c->moves[i];
+		if (m.from != c->rank)
+			continue;
+		size_t len = 0;
+		const void *buf = get(m.id, &len, arg);
+		lens[i] = len;
+		reqs.emplace_back();
+		MPI_Isend(&lens[i], 1, MPI_UINT64_T, m.to, 0, c->comm, &reqs.back());
+		reqs.emplace_back();
+		MPI_Isend(buf, static_cast<int>(len), MPI_BYTE, m.to, 1, c->comm, &reqs.back());
+	}
+	std::vector<char> buf;
+	for (size_t i = 0; i < c->moves.size(); i++) {
+		const auto &m = c->moves[i];
+		if (m.to != c->rank)
+			continue;
+		uint64_t len = 0;
+		MPI_Recv(&len, 1, MPI_UINT64_T, m.from, 0, c->comm, MPI_STATUS_IGNORE);
+		buf.resize(len);
+		MPI_Recv(buf.data(), static_cast<int>(len), MPI_BYTE, m.from, 1, c->comm,
+			 MPI_STATUS_IGNORE);
+		put(m.id, buf.data(), len, arg);
+	}
+	MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+	return 0;
+}
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# libhpclb under mpirun (2-4 ranks on this machine), TAP. Every mpirun runs
+# under `timeout`, so nothing can hang the suite.
+#
+# usage: mpi-tests.sh BUILD_DIR
+set -u
+build=${1:?usage: mpi-tests.sh BUILD_DIR}
+app=$build/tools/hpclb/hpclb-stencil2d
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
+n=0 fail=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $1"; sed 's/^/#   /' "$2" | tail -15; }
+run() { # run NP OUT ARGS...: the app under mpirun with a 120 s limit
+	local np=$1 out=$2
+	shift 2
+	timeout -k 5 120 mpirun $root --oversubscribe -np "$np" "$app" --n 512 --blocks 16 \
+		--iters 60 --lb-every 10 "$@" >"$out" 2>&1
+}
+sum() { sed -n 's/^checksum //p' "$1"; }
+blocks() { sed -n 's/^blocks per rank: //p' "$1"; }
+
+[ -x "$app" ] || { echo "Bail out! $app is not built"; exit 1; }
+
+# Moving blocks changes nothing in the result: the same checksum with every
+# mode as without balancing, on 2 and 4 ranks, a slow rank forcing moves.
+for np in 2 4; do
+	run "$np" "$tmp/none$np" --mode none --slow 0:4
+	ref=$(sum "$tmp/none$np")
+	for m in refine container; do
+		run "$np" "$tmp/$m$np" --mode "$m" --slow 0:4
+		rc=$?
+		if [ $rc -eq 0 ] && [ -n "$ref" ] && [ "$(sum "$tmp/$m$np")" = "$ref" ]; then
+			ok "stencil2d $np ranks, $m: checksum $ref as without balancing"
+		else
+			nok "stencil2d $np ranks, $m: exit $rc, checksum $(sum "$tmp/$m$np") vs $ref" \
+				"$tmp/$m$np"
+		fi
+	done
+done
+# Without balancing nothing moves.
+if [ "$(blocks "$tmp/none2")" = "128 128" ] && ! grep -qv " 0 moves$" <(grep '^lb step' "$tmp/none2"); then
+	ok "mode none moves nothing"
+else
+	nok "mode none moved blocks" "$tmp/none2"
+fi
+# A rank that dies ends the job with an error naming it, well before the limit.
+start=$(date +%s)
+run 3 "$tmp/die" --mode refine --die-at 15
+rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && grep -qi "rank 1" "$tmp/die" &&
+	grep -q "exits at iteration 15" "$tmp/die"; then
+	ok "a dying rank ends the job (exit $rc after ${took}s) with an error naming it"
+else
+	nok "a dying rank: exit $rc after ${took}s" "$tmp/die"
+fi
+# Bad arguments: a clear error, exit 2, on every rank count.
+run 2 "$tmp/bad" --mode fastest
+rc=$?
+if [ $rc -ne 0 ] && grep -q "bad arguments" "$tmp/bad"; then
+	ok "bad arguments are refused with a message"
+else
+	nok "bad arguments: exit $rc" "$tmp/bad"
+fi
+echo "1..$n"
+[ $fail -eq 0 ]
