@@ -35,6 +35,10 @@ typedef struct hpclb_ctx hpclb_ctx;
 hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode);
 /* Collective. */
 void hpclb_mpi_free(hpclb_ctx *c);
+/* This rank's speed f_p (the Figure 2 loop's iterations/s at hpclb_mpi_new). */
+double hpclb_mpi_speed(const hpclb_ctx *c);
+/* Override this rank's speed f_p (e.g. an emulated slower CPU); > 0. */
+int hpclb_mpi_set_speed(hpclb_ctx *c, double f);
 /* Refinement tolerance epsilon as a fraction of Tk_avg (default 0.02). */
 int hpclb_mpi_set_epsilon(hpclb_ctx *c, double fraction);
 /* Migration cost: bytes per second of a move (default 100e6). */
