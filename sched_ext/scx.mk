@@ -5,6 +5,7 @@
 #                         vmlinux.h, the BPF object, its skeleton, the static
 #                         loader, scx_simple and the test programs -> build/scx/
 #   make scx-guest-run    boot the test kernel once with only the scx cases
+#   make scx-bench        scx_hpc's per-event cost beside scx_simple's (guest)
 # Suites: scx-host (BPF object, skeleton, loader knob checks: no sched_ext
 # needed on the host), scx-guest (sched_ext/tests/guest-cases in QEMU).
 # Options: SCX_KSRC (kernel tree for tools/, default build-kernel/src or
@@ -39,11 +40,11 @@ SCX_CXXFLAGS = -std=c++20 -O2 -g -Wall -Wextra -Werror -I$(SCX_INC) -I$(SCX_TREE
 SCX_LDLIBS  = $(SCX_LIBBPF) -lelf -lz -pthread
 
 SCX_TARGETS := $(SCX_BIN)/scx_hpc $(SCX_BIN)/scx_simple $(SCX_BIN)/scx_metbench \
-	$(SCX_BIN)/scx_stress $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh
+	$(SCX_BIN)/scx_stress $(SCX_BIN)/scx_follow $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh
 
 CHECK_SUITES += scx-host scx-guest
 
-.PHONY: scx scx-tools scx-guest-initrd scx-guest-run check-scx-host check-scx-guest
+.PHONY: scx scx-tools scx-hpcctl scx-guest-initrd scx-bench scx-guest-run check-scx-host check-scx-guest
 
 scx: $(SCX_TARGETS)
 
@@ -123,9 +124,27 @@ $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh: $(SCX_DIR)/tests/lib.sh
 
 # The guest image with the scx binaries (its own initrd: build-kernel/initrd.gz
 # is left as the other suites build it).
-scx-guest-initrd: scx
-	@GUEST_EXTRA=$(SCX_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/guest-cases \
+# hpcctl (for `hpcctl --backend scx`) goes in with the shared libraries it
+# needs (the guest has none of its own).
+SCX_HPCCTL_ROOT := $(SCX_OUT)/hpcctl-root
+
+scx-hpcctl: hpcd
+	@rm -rf $(SCX_HPCCTL_ROOT); mkdir -p $(SCX_HPCCTL_ROOT)/usr/local/bin
+	cp $(BUILD)/tools/hpcd/hpcctl $(SCX_HPCCTL_ROOT)/usr/local/bin/
+	@for lib in $$(ldd $(BUILD)/tools/hpcd/hpcctl | awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 } $$1 ~ /^\/.*ld-linux/ { print $$1 }'); do \
+		mkdir -p $(SCX_HPCCTL_ROOT)$$(dirname $$lib); cp -L $$lib $(SCX_HPCCTL_ROOT)$$lib; done
+
+scx-guest-initrd: scx scx-hpcctl
+	@GUEST_EXTRA=$(SCX_ROOT):$(SCX_HPCCTL_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/guest-cases \
 		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd.gz
+
+# The benchmark: scx_hpc's per-event cost beside scx_simple's (bpf_stats), in
+# one boot; prints its table, asserts nothing about the numbers.
+scx-bench: kernel scx
+	@GUEST_EXTRA=$(SCX_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/bench-cases \
+		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd-bench.gz
+	@tests/guest/run-qemu --name scx-bench --smp 2 --initrd $(SCX_OUT)/initrd-bench.gz \
+		--cases '9*-scx-*' | tee $(SCX_OUT)/bench.txt
 
 scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \

@@ -161,6 +161,29 @@ struct {
 	__type(value, struct period_timer);
 } timers SEC(".maps");
 
+/* Following cgroups and process trees: see scx_hpc.h. Written by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SCX_HPC_MAX_TAKE_CGROUPS);
+	__type(key, u64);	/* cgroup id (cgroup v2 inode number) */
+	__type(value, u8);
+} take_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SCX_HPC_MAX_TAKE_TGIDS);
+	__type(key, u32);	/* tgid */
+	__type(value, u8);
+} take_tgids SEC(".maps");
+
+/* Not a ring buffer: libbpf's consumer needs epoll, which small kernels
+ * (the test guest's) leave out. The loader drains the queue every 100 ms. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 4096);
+	__type(value, struct scx_hpc_take_event);
+} take_events SEC(".maps");
+
 /* --------------------------------------------------------------- helpers */
 
 static struct scx_hpc_params *get_params(void)
@@ -691,6 +714,70 @@ void BPF_STRUCT_OPS(hpc_exit, struct scx_exit_info *ei)
 	bpf_probe_read_kernel_str(uei.msg, sizeof(uei.msg), ei->msg);
 	uei.exit_code = ei->exit_code;
 	__sync_val_compare_and_swap(&uei.kind, uei.kind, ei->kind);
+}
+
+/* ------------------------------------------------ following (--take-*) */
+
+#define SCHED_EXT_POLICY 7
+
+static void take_emit(u32 pid, u32 threadgroup, u32 why)
+{
+	struct scx_hpc_take_event ev = {
+		.pid = pid, .threadgroup = threadgroup, .why = why,
+	};
+
+	/* full: the loader's periodic rescan of the cgroups catches it */
+	bpf_map_push_elem(&take_events, &ev, 0);
+}
+
+/* A task (with its thread group if @threadgroup) entered a cgroup. */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(hpc_take_attach, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	u64 id = BPF_CORE_READ(dst, kn, id);
+
+	if (bpf_map_lookup_elem(&take_cgroups, &id))
+		take_emit(BPF_CORE_READ(task, pid), threadgroup,
+			  SCX_HPC_TAKE_CGROUP_MOVE);
+	return 0;
+}
+
+/* A task was forked: into a followed tree, or inside a followed cgroup. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(hpc_take_fork, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	u32 ptgid = BPF_CORE_READ(parent, tgid);
+	u32 ctgid = BPF_CORE_READ(child, tgid);
+	u32 why = 0;
+	u8 one = 1;
+
+	if (bpf_map_lookup_elem(&take_tgids, &ptgid)) {
+		if (ctgid != ptgid)
+			bpf_map_update_elem(&take_tgids, &ctgid, &one, BPF_ANY);
+		why = SCX_HPC_TAKE_TREE_FORK;
+	} else {
+		u64 id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
+
+		if (bpf_map_lookup_elem(&take_cgroups, &id))
+			why = SCX_HPC_TAKE_CGROUP_FORK;
+	}
+	/* children of SCHED_EXT tasks inherit it unless reset_on_fork */
+	if (why && BPF_CORE_READ(child, policy) != SCHED_EXT_POLICY)
+		take_emit(BPF_CORE_READ(child, pid), 0, why);
+	return 0;
+}
+
+/* The last thread of a followed process exited: forget its tgid. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(hpc_take_exit, struct task_struct *p)
+{
+	u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&take_tgids, &tgid);
+	return 0;
 }
 
 SCX_OPS_DEFINE(hpc_ops,

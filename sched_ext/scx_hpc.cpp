@@ -30,7 +30,10 @@
 #include <thread>
 #include <vector>
 
+#include <linux/magic.h>
 #include <sched.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -336,8 +339,10 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 	std::fflush(stdout);
 }
 
-// Instruction counts of the loaded scx_hpc programs (struct_ops "hpc_*").
-int prog_info(bool json)
+// Instruction counts (and, with kernel.bpf_stats_enabled=1, run counts and
+// times) of the loaded struct_ops programs named PREFIX* (scx_hpc's: "hpc_";
+// the bench compares with scx_simple's, "simple_").
+int prog_info(bool json, const std::string &prefix)
 {
 	uint32_t id = 0;
 	int n = 0;
@@ -351,7 +356,8 @@ int prog_info(bool json)
 		bpf_prog_info info{};
 		uint32_t len = sizeof(info);
 		if (!bpf_prog_get_info_by_fd(fd, &info, &len) &&
-		    info.type == BPF_PROG_TYPE_STRUCT_OPS && !strncmp(info.name, "hpc_", 4)) {
+		    info.type == BPF_PROG_TYPE_STRUCT_OPS &&
+		    !strncmp(info.name, prefix.c_str(), prefix.size())) {
 			unsigned xl = info.xlated_prog_len / 8;
 			// run_cnt/run_time_ns count only while kernel.bpf_stats_enabled=1
 			unsigned long long cnt = info.run_cnt, ns = info.run_time_ns;
@@ -378,38 +384,138 @@ int prog_info(bool json)
 		std::printf("%-20s %d programs, xlated %llu insns, verified %llu insns\n", "total",
 			    n, (unsigned long long)total_x, (unsigned long long)total_v);
 	if (!n) {
-		std::fprintf(stderr, "scx_hpc: no scx_hpc program is loaded\n");
+		std::fprintf(stderr, "scx_hpc: no %s* struct_ops program is loaded\n",
+			     prefix.c_str());
 		return 1;
 	}
 	return 0;
 }
 
-// Switch a thread to SCHED_EXT (it then runs under scx_hpc; children it
-// forks afterwards inherit the policy).
-bool take_tid(long tid)
+// ------------------------------------------------------------ following
+
+constexpr int kSchedExt = 7;
+
+struct Taken {
+	int switched = 0, failed = 0;
+	int events[4] = {}; // by enum scx_hpc_take_why
+};
+
+// Switch a thread of the fair class to SCHED_EXT (it then runs under
+// scx_hpc; children it forks afterwards inherit the policy). Threads that
+// are SCHED_EXT already, real-time, deadline or gone are left as they are.
+void take_tid(long tid, Taken &t)
 {
+	pid_t p = static_cast<pid_t>(tid);
+	int pol = sched_getscheduler(p);
+	if (pol < 0) {
+		t.failed += errno != ESRCH;
+		return;
+	}
+	pol &= ~SCHED_RESET_ON_FORK;
+	if (pol != SCHED_OTHER && pol != SCHED_BATCH && pol != SCHED_IDLE)
+		return;
 	sched_param sp{};
-	sp.sched_priority = 0;
-	return !sched_setscheduler(static_cast<pid_t>(tid), 7 /* SCHED_EXT */, &sp);
+	if (!sched_setscheduler(p, kSchedExt, &sp))
+		t.switched++;
+	else if (errno != ESRCH)
+		t.failed++;
 }
 
-// Every thread of @pid and of its descendants (/proc/PID/task/TID/children).
-void take_tree(long pid, int &taken, int &failed, int depth = 0)
+// Every thread of process @pid (/proc/PID/task).
+void take_threads(long pid, Taken &t)
+{
+	std::string dir = "/proc/" + std::to_string(pid) + "/task";
+	for (const auto &e : std::filesystem::directory_iterator(
+		     dir, std::filesystem::directory_options::skip_permission_denied, ec_sink())) {
+		long tid = std::strtol(e.path().filename().c_str(), nullptr, 10);
+		if (tid > 0)
+			take_tid(tid, t);
+	}
+}
+
+// Every thread of process @pid and of its descendants. Each process is put
+// in the BPF side's tree (@tgids_fd) before its threads are switched and its
+// children listed: a process it forks after that is reported by the BPF
+// side, one forked before is in /proc/PID/task/TID/children.
+void take_tree(long pid, Taken &t, int tgids_fd, int depth = 0)
 {
 	if (depth > 64)
 		return;
+	uint32_t tgid = static_cast<uint32_t>(pid);
+	uint8_t one = 1;
+	if (tgids_fd >= 0)
+		bpf_map_update_elem(tgids_fd, &tgid, &one, BPF_ANY);
 	std::string dir = "/proc/" + std::to_string(pid) + "/task";
 	for (const auto &e : std::filesystem::directory_iterator(
 		     dir, std::filesystem::directory_options::skip_permission_denied, ec_sink())) {
 		long tid = std::strtol(e.path().filename().c_str(), nullptr, 10);
 		if (tid <= 0)
 			continue;
-		(take_tid(tid) ? taken : failed)++;
+		take_tid(tid, t);
 		std::ifstream ch(e.path() / "children");
 		long kid;
 		while (ch >> kid)
-			take_tree(kid, taken, failed, depth + 1);
+			take_tree(kid, t, tgids_fd, depth + 1);
 	}
+}
+
+// The threads in cgroup @dir (v2: cgroup.threads).
+void take_cgroup(const std::string &dir, Taken &t)
+{
+	std::ifstream f(dir + "/cgroup.threads");
+	long tid;
+	while (f >> tid)
+		take_tid(tid, t);
+}
+
+// Switch what the BPF side reported (its queue of struct scx_hpc_take_event).
+void drain_take_events(int queue_fd, Taken &t)
+{
+	scx_hpc_take_event ev{};
+	while (!bpf_map_lookup_and_delete_elem(queue_fd, nullptr, &ev)) {
+		t.events[ev.why < 4 ? ev.why : 0]++;
+		if (ev.threadgroup)
+			take_threads(ev.pid, t);
+		else
+			take_tid(ev.pid, t);
+	}
+}
+
+// --take-pid / --take-cgroup, checked before anything is loaded. A cgroup
+// must be a cgroup v2 directory; its id is its inode number.
+bool check_takes(const std::vector<long> &pids, const std::vector<std::string> &cgroups,
+		 std::vector<uint64_t> &cg_ids)
+{
+	for (long pid : pids) {
+		if (pid <= 0 || access(("/proc/" + std::to_string(pid)).c_str(), F_OK)) {
+			std::fprintf(stderr, "scx_hpc: --take-pid %ld: no such process\n", pid);
+			return false;
+		}
+	}
+	if (cgroups.size() > SCX_HPC_MAX_TAKE_CGROUPS) {
+		std::fprintf(stderr, "scx_hpc: at most %d --take-cgroup\n",
+			     SCX_HPC_MAX_TAKE_CGROUPS);
+		return false;
+	}
+	for (auto &cg : cgroups) {
+		struct statfs fs {
+		};
+		struct stat st {
+		};
+		if (statfs(cg.c_str(), &fs) || stat(cg.c_str(), &st)) {
+			std::fprintf(stderr, "scx_hpc: --take-cgroup %s: %s\n", cg.c_str(),
+				     strerror(errno));
+			return false;
+		}
+		if (fs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(st.st_mode)) {
+			std::fprintf(stderr,
+				     "scx_hpc: --take-cgroup %s: not a cgroup v2 directory\n",
+				     cg.c_str());
+			return false;
+		}
+		cg_ids.push_back(st.st_ino);
+	}
+	return true;
 }
 
 // The kernel side can run a sched_ext scheduler now? Message and false if not.
@@ -434,11 +540,15 @@ bool check_kernel()
 	return true;
 }
 
-int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
+int run(const scx_hpc_params &sp, double duration, bool json, bool quiet, bool when_idle,
 	const std::vector<long> &take_pids, const std::vector<std::string> &take_cgroups)
 {
+	std::vector<uint64_t> cg_ids;
+	if (!check_takes(take_pids, take_cgroups, cg_ids))
+		return EXIT_USAGE;
 	if (!check_kernel())
 		return 1;
+	const bool follow = !take_pids.empty() || !take_cgroups.empty();
 
 	int ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0) {
@@ -462,6 +572,11 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
 	if (!seq.empty() && hpc::parse_u32(seq, hs))
 		skel->struct_ops.hpc_ops->hotplug_seq = hs;
 	bpf_map__set_autoattach(skel->maps.hpc_ops, false);
+	// The following programs run on every fork and cgroup move of the
+	// system: loaded only when something is to be followed.
+	for (bpf_program *p :
+	     {skel->progs.hpc_take_attach, skel->progs.hpc_take_fork, skel->progs.hpc_take_exit})
+		bpf_program__set_autoload(p, follow);
 
 	if (int err = scx_hpc__load(skel)) {
 		std::fprintf(stderr,
@@ -486,21 +601,37 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
 	}
 	if (!quiet)
 		std::printf("scx_hpc: enabled on %d CPUs (partial: SCHED_EXT tasks only)\n", ncpus);
-	int taken = 0, failed = 0;
-	for (long pid : take_pids)
-		take_tree(pid, taken, failed);
-	for (auto &cg : take_cgroups) {
-		std::ifstream f(cg + "/cgroup.threads");
-		if (!f)
-			std::fprintf(stderr, "scx_hpc: cannot read %s/cgroup.threads\n",
-				     cg.c_str());
-		long tid;
-		while (f >> tid)
-			(take_tid(tid) ? taken : failed)++;
+	Taken taken;
+	const int qfd = bpf_map__fd(skel->maps.take_events);
+	if (follow) {
+		bool ok = true;
+		for (uint64_t id : cg_ids) {
+			uint8_t one = 1;
+			ok &= !bpf_map__update_elem(skel->maps.take_cgroups, &id, sizeof(id), &one,
+						    sizeof(one), BPF_ANY);
+		}
+		skel->links.hpc_take_attach = bpf_program__attach(skel->progs.hpc_take_attach);
+		skel->links.hpc_take_fork = bpf_program__attach(skel->progs.hpc_take_fork);
+		skel->links.hpc_take_exit = bpf_program__attach(skel->progs.hpc_take_exit);
+		ok &= skel->links.hpc_take_attach && skel->links.hpc_take_fork &&
+		      skel->links.hpc_take_exit;
+		if (!ok) {
+			std::fprintf(stderr,
+				     "scx_hpc: cannot follow the cgroups/process trees: %s\n",
+				     strerror(errno));
+			bpf_link__destroy(link);
+			scx_hpc__destroy(skel);
+			return 1;
+		}
+		int tfd = bpf_map__fd(skel->maps.take_tgids);
+		for (long pid : take_pids)
+			take_tree(pid, taken, tfd);
+		for (auto &cg : take_cgroups)
+			take_cgroup(cg, taken);
+		std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed); following "
+			    "%zu process tree(s), %zu cgroup(s)\n",
+			    taken.switched, taken.failed, take_pids.size(), take_cgroups.size());
 	}
-	if (!take_pids.empty() || !take_cgroups.empty())
-		std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed)\n", taken,
-			    failed);
 	std::fflush(stdout);
 
 	int pfd = bpf_map__fd(skel->maps.params_map);
@@ -508,15 +639,44 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet,
 	int tfd = bpf_map__fd(skel->maps.task_info);
 	auto t0 = std::chrono::steady_clock::now();
 	while (!exiting && !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
-		for (int i = 0; i < 10 && !exiting; i++)
+		Taken before = taken;
+		for (int i = 0; i < 10 && !exiting; i++) {
 			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+			if (follow)
+				drain_take_events(qfd, taken);
+		}
+		// Once a second, the followed cgroups again (a queue that was
+		// full, a task moved back to the fair class).
+		for (auto &cg : take_cgroups)
+			take_cgroup(cg, taken);
+		if (follow && !quiet && taken.switched != before.switched)
+			std::printf("scx_hpc: followed: %d more threads switched (%d in all, %d "
+				    "failed)\n",
+				    taken.switched - before.switched, taken.switched, taken.failed);
 		if (!quiet)
 			print_stats(read_stats(pfd, cfd, tfd, ncpus), json);
-		if (duration > 0 &&
-		    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >=
-			    duration)
+		double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+				    .count();
+		if (duration > 0 && up >= duration)
 			break;
+		// --exit-when-idle: unload once the tasks it scheduled are gone
+		// (or if none came within the first 10 s).
+		if (when_idle) {
+			Stats st = read_stats(pfd, cfd, tfd, ncpus);
+			if (!st.nr_live && (st.nr_tasks || up >= 10)) {
+				if (!quiet)
+					std::printf("scx_hpc: no SCHED_EXT task left: unloading\n");
+				break;
+			}
+		}
 	}
+	if (follow)
+		std::printf("scx_hpc: followed: %d threads switched (%d failed); events: moved "
+			    "into a followed cgroup: %d, forked inside one: %d, forked into a "
+			    "followed tree: %d\n",
+			    taken.switched, taken.failed, taken.events[SCX_HPC_TAKE_CGROUP_MOVE],
+			    taken.events[SCX_HPC_TAKE_CGROUP_FORK],
+			    taken.events[SCX_HPC_TAKE_TREE_FORK]);
 	bpf_link__destroy(link);
 	const scx_hpc_exit &ue = skel->data->uei;
 	int rc = 0;
@@ -561,7 +721,7 @@ int main(int argc, char **argv)
 	knob("--period-us", "emul_period_us",
 	     "bandwidth period of the SMT emulation, 1000..1000000 (default 10000)");
 	bool fifo = false, json = false, stats_once = false, dump = false, pinfo = false;
-	bool quiet = false;
+	bool quiet = false, when_idle = false;
 	double duration = 0;
 	std::vector<std::string> sets;
 	app.add_flag("--fifo", fifo, "FIFO queues (run until sleep) instead of RR");
@@ -569,6 +729,9 @@ int main(int argc, char **argv)
 	app.add_flag("--stats-once", stats_once, "print the running instance's statistics once");
 	app.add_flag("--dump-tasks", dump, "print the running instance's per-task state");
 	app.add_flag("--prog-info", pinfo, "print the loaded programs' instruction counts");
+	std::string prog_prefix = "hpc_";
+	app.add_option("--prog-prefix", prog_prefix,
+		       "--prog-info: the struct_ops programs named so (default hpc_)");
 	app.add_option("--set", sets, "KEY=VALUE (sysfs names): change the running instance")
 		->type_name("KEY=VALUE");
 	app.add_option("--duration", duration, "unload after this many seconds (0: never)")
@@ -576,12 +739,15 @@ int main(int argc, char **argv)
 	std::vector<long> take_pids;
 	std::vector<std::string> take_cgroups;
 	app.add_option("--take-pid", take_pids,
-		       "after loading, switch this process tree's threads to SCHED_EXT")
+		       "after loading, switch this process tree's threads to SCHED_EXT, and "
+		       "every process forked into it later")
 		->type_name("PID");
-	app.add_option(
-		   "--take-cgroup", take_cgroups,
-		   "after loading, switch the threads of this cgroup (v2 directory) to SCHED_EXT")
+	app.add_option("--take-cgroup", take_cgroups,
+		       "after loading, switch the threads of this cgroup (v2 directory) to "
+		       "SCHED_EXT, and every task that enters it later")
 		->type_name("DIR");
+	app.add_flag("--exit-when-idle", when_idle,
+		     "unload when no SCHED_EXT task is left (hpcctl run --backend scx)");
 	app.add_flag("-q,--quiet", quiet, "no periodic statistics");
 	app.add_flag("-v,--verbose", verbose, "libbpf debug output");
 
@@ -635,7 +801,7 @@ int main(int argc, char **argv)
 	}
 
 	if (pinfo)
-		return prog_info(json);
+		return prog_info(json, prog_prefix);
 
 	if (stats_once || dump || !sets.empty()) {
 		Maps m;
@@ -683,5 +849,5 @@ int main(int argc, char **argv)
 
 	std::signal(SIGINT, on_signal);
 	std::signal(SIGTERM, on_signal);
-	return run(sp, duration, json, quiet, take_pids, take_cgroups);
+	return run(sp, duration, json, quiet, when_idle, take_pids, take_cgroups);
 }

@@ -73,6 +73,30 @@ struct scx_hpc_task_info {
 	u64 run_ns;		/* total run time under scx_hpc */
 };
 
+/*
+ * Following a cgroup or a process tree (--take-cgroup, --take-pid): the BPF
+ * side sees the tasks that enter a followed cgroup (tracepoint
+ * cgroup_attach_task) and the tasks forked into a followed cgroup or process
+ * tree (sched_process_fork) and reports those not yet SCHED_EXT through a
+ * ring buffer; the loader switches them (a BPF program cannot change a task's
+ * policy).
+ */
+#define SCX_HPC_MAX_TAKE_CGROUPS 16	/* followed cgroups (ids) */
+#define SCX_HPC_MAX_TAKE_TGIDS	16384	/* processes of followed trees (LRU) */
+
+enum scx_hpc_take_why {
+	SCX_HPC_TAKE_CGROUP_MOVE = 1,	/* moved into a followed cgroup */
+	SCX_HPC_TAKE_CGROUP_FORK = 2,	/* forked inside a followed cgroup */
+	SCX_HPC_TAKE_TREE_FORK = 3,	/* forked by a process of a followed tree */
+};
+
+struct scx_hpc_take_event {
+	u32 pid;
+	u32 threadgroup;	/* the whole thread group moved */
+	u32 why;		/* enum scx_hpc_take_why */
+	u32 pad;
+};
+
 /* Exit information recorded by ops.exit (the UEI of the scx examples). */
 struct scx_hpc_exit {
 	s32 kind;

@@ -1,5 +1,6 @@
 // hpcctl: run programs under SCHED_HPC and tune it, through the kernel class
-// (/sys/kernel/sched_hpc) when the kernel has it, else through hpcd.
+// (/sys/kernel/sched_hpc) when the kernel has it, else through hpcd; with
+// --backend scx through scx_hpc, the sched_ext BPF scheduler (sched_ext/).
 //
 //   hpcctl run [--heuristic uniform|adaptive] [--set K=V]... -- CMD [ARGS...]
 //   hpcctl get [KEY]        hpcctl set KEY=VALUE...
@@ -14,6 +15,9 @@
 // signal N).
 #include "client.hpp"
 #include "control.hpp"
+extern "C" {
+#include "hpc_smt.h"
+}
 #include "params_text.hpp"
 #include "system.hpp"
 #include "trace.hpp"
@@ -30,9 +34,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <numa.h>
 #include <numaif.h>
+#include <poll.h>
 #include <sched.h>
 #include <set>
 #include <sys/stat.h>
@@ -62,6 +68,7 @@ enum Exit {
 };
 
 constexpr int kSchedHpc = 8; // include/uapi/linux/sched.h
+constexpr int kSchedExt = 7; // sched_ext (Linux 6.12+)
 
 struct Failure {
 	int code;
@@ -74,7 +81,7 @@ struct Failure {
 }
 
 struct Opts {
-	std::string socket, sysfs, backend = "auto", hpcd_bin, heuristic, key, membind;
+	std::string socket, sysfs, backend = "auto", hpcd_bin, scx_bin, heuristic, key, membind;
 	std::string output, perfetto, paraver, plot, title, input, tracefs;
 	double duration = 0;
 	bool force = false;
@@ -92,7 +99,7 @@ std::string env_or(const char *name, const char *def)
 
 bool use_kernel(const Opts &o)
 {
-	if (o.backend == "hpcd")
+	if (o.backend == "hpcd" || o.backend == "scx")
 		return false;
 	struct stat st;
 	bool has = ::stat(o.sysfs.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -526,11 +533,368 @@ int wait_child(pid_t pid)
 	return exec_status(st);
 }
 
+// ---- scx_hpc (sched_ext) ---------------------------------------------------
+//
+// hpcctl drives scx_hpc through its loader: `scx_hpc --exit-when-idle`
+// started detached when no instance runs, `scx_hpc --set` to change a
+// running one, `--dump-tasks --json` and `--stats-once --json` for top and
+// status (the loader reads the BPF maps).
+
+bool use_scx(const Opts &o)
+{
+	return o.backend == "scx";
+}
+
+// The knobs scx_hpc has: the policy core's and timeslice_us,
+// emul_period_us, queue (same names as the kernel's sysfs).
+std::vector<std::string> scx_knobs()
+{
+	std::vector<std::string> v;
+	for (int i = 0; i < HPC_P_NR; i++)
+		v.push_back(hpc_param_names[i]);
+	for (auto s : {"timeslice_us", "emul_period_us", "queue"})
+		v.push_back(s);
+	return v;
+}
+
+// Check KEY=VALUE settings as scx_hpc's loader does (params_text: the same
+// parsers; with `whole_set`, hpc_params_check() over the defaults and them,
+// within the emulation's priority range); exit 2 before anything happens.
+// Returns the loader's flags for them.
+std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whole_set)
+{
+	hpc_params p;
+	hpc_params_default(&p);
+	const hpc_prio_range range{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
+	const auto known = scx_knobs();
+	std::map<std::string, std::string> val;
+	for (auto &s : kv) {
+		auto eq = s.find('=');
+		if (eq == std::string::npos || eq == 0)
+			fail(kBadSetting, "expected KEY=VALUE, got '" + s + "'");
+		std::string k = s.substr(0, eq), v = s.substr(eq + 1);
+		if (std::find(known.begin(), known.end(), k) == known.end()) {
+			if (std::find(kDaemonKnobs.begin(), kDaemonKnobs.end(), k) !=
+				    kDaemonKnobs.end() ||
+			    k == "backend" || k == "prio_range" || k == "smt_pairs")
+				fail(kBadSetting, k + " is not a knob of scx_hpc (scx_hpc has: " +
+							  fmt::format("{}", fmt::join(known, " ")) +
+							  ")");
+			fail(kBadSetting, unknown_key(k, known));
+		}
+		std::string err;
+		uint32_t n;
+		if (hpc::is_sched_knob(k)) {
+			if (!hpc::parse_sched_knob(k, v, n, err))
+				fail(kBadSetting, err);
+		} else {
+			int id = hpc_param_lookup(k.c_str());
+			if (!hpc::parse_param_value(id, v, n))
+				fail(kBadSetting,
+				     fmt::format("{}: '{}' is not a valid value{}", k, v,
+						 id == HPC_P_HEURISTIC ? " (uniform or adaptive)"
+								       : " (a whole number)"));
+			hpc_param_put(&p, id, n);
+		}
+		val[k] = v;
+	}
+	// One weight given: the core sets the other (G + L = 100); both: as
+	// given, then checked. As the loader does.
+	if (val.count("global_weight") && val.count("last_weight")) {
+		hpc::parse_param_value(HPC_P_GLOBAL_WEIGHT, val["global_weight"], p.global_weight);
+		hpc::parse_param_value(HPC_P_LAST_WEIGHT, val["last_weight"], p.last_weight);
+	}
+	// Against the defaults when scx_hpc is to be started; a running
+	// instance checks them against its own values (scx_hpc --set).
+	if (int e = whole_set ? hpc_params_check(&p, &range) : 0)
+		fail(kBadSetting, std::string("invalid parameters: ") + hpc_param_err_str(e));
+	std::vector<std::string> flags;
+	for (auto &[k, v] : val) {
+		if (k == "queue") {
+			if (v == "fifo")
+				flags.push_back("--fifo");
+			continue;
+		}
+		std::string f = k == "timeslice_us"     ? "slice-us"
+				: k == "emul_period_us" ? "period-us"
+							: k;
+		std::replace(f.begin(), f.end(), '_', '-');
+		flags.push_back("--" + f);
+		flags.push_back(v);
+	}
+	return flags;
+}
+
+std::string scx_sysfs()
+{
+	return env_or("HPC_SCX_SYSFS", "/sys/kernel/sched_ext");
+}
+
+// The loader: --scx-hpc, $HPCCTL_SCX_HPC, next to hpcctl, in the build
+// tree (build/scx/guest-root/usr/local/bin), else scx_hpc from $PATH.
+std::string scx_bin(const Opts &o)
+{
+	if (!o.scx_bin.empty())
+		return o.scx_bin;
+	if (const char *e = std::getenv("HPCCTL_SCX_HPC"); e && *e)
+		return e;
+	const std::string d = self_dir();
+	for (auto p : {d + "/scx_hpc", d + "/../../scx/guest-root/usr/local/bin/scx_hpc"})
+		if (::access(p.c_str(), X_OK) == 0)
+			return p;
+	return "scx_hpc";
+}
+
+// sched_ext's state: "disabled", "enabled", ...; fails if the kernel has none.
+std::string scx_state(std::string *ops = nullptr)
+{
+	const std::string dir = scx_sysfs();
+	struct stat st;
+	if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+		fail(kFail, "the kernel has no sched_ext (" + dir +
+				    " does not exist): scx_hpc needs Linux 6.12 or later built "
+				    "with CONFIG_SCHED_CLASS_EXT=y");
+	if (ops)
+		*ops = trim(read_file(dir + "/root/ops").value_or(""));
+	return trim(read_file(dir + "/state").value_or("?"));
+}
+
+struct ScxOut {
+	int status = 0;
+	std::string out, err;
+};
+
+// Run the loader with `args`, collecting its output.
+ScxOut scx_call(const Opts &o, const std::vector<std::string> &args)
+{
+	std::vector<std::string> argv{scx_bin(o)};
+	argv.insert(argv.end(), args.begin(), args.end());
+	int out[2], err[2];
+	if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0)
+		fail(kFail, std::string("pipe: ") + std::strerror(errno));
+	pid_t pid = ::fork();
+	if (pid < 0)
+		fail(kFail, std::string("fork: ") + std::strerror(errno));
+	if (pid == 0) {
+		::dup2(out[1], 1);
+		::dup2(err[1], 2);
+		auto a = argv_of(argv);
+		::execvp(a[0], a.data());
+		std::fprintf(stderr, "cannot run %s: %s", a[0], std::strerror(errno));
+		::_exit(127);
+	}
+	::close(out[1]);
+	::close(err[1]);
+	ScxOut r;
+	pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+	int open_fds = 2;
+	while (open_fds > 0) {
+		if (::poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (fds[i].fd < 0 || !fds[i].revents)
+				continue;
+			char b[4096];
+			ssize_t n = ::read(fds[i].fd, b, sizeof b);
+			if (n > 0) {
+				(i ? r.err : r.out).append(b, static_cast<size_t>(n));
+			} else if (n == 0 || errno != EINTR) {
+				::close(fds[i].fd);
+				fds[i].fd = -1;
+				open_fds--;
+			}
+		}
+	}
+	r.status = wait_child(pid);
+	r.err = trim(r.err);
+	if (r.status == 127)
+		fail(kFail, "cannot run scx_hpc (" + argv[0] + "): " + r.err +
+				    "; give --scx-hpc BIN or $HPCCTL_SCX_HPC");
+	return r;
+}
+
+// scx_hpc runs (fails with why if it does not, or if another sched_ext
+// scheduler does).
+void scx_need_loaded()
+{
+	std::string ops;
+	std::string state = scx_state(&ops);
+	if (state == "enabled" && ops == "hpc")
+		return;
+	if (state == "enabled")
+		fail(kFail, "another sched_ext scheduler is active (" + ops + "), not scx_hpc");
+	fail(kFail, "scx_hpc is not loaded (sched_ext state " + state +
+			    "); 'hpcctl --backend scx run -- CMD' starts it");
+}
+
+json scx_json(const Opts &o, const std::vector<std::string> &args)
+{
+	ScxOut r = scx_call(o, args);
+	if (r.status != 0)
+		fail(r.status == kBadSetting ? kBadSetting : kFail,
+		     r.err.empty() ? fmt::format("scx_hpc exited with status {}", r.status)
+				   : r.err.substr(r.err.find("scx_hpc: ") == 0 ? 9 : 0));
+	try {
+		return json::parse(r.out);
+	} catch (const json::exception &e) {
+		fail(kFail, std::string("scx_hpc printed no JSON: ") + e.what());
+	}
+}
+
+// Change the running instance's knobs (scx_hpc checks them: status 2).
+void scx_set(const Opts &o, const std::vector<std::string> &kv)
+{
+	std::vector<std::string> args;
+	for (auto &s : kv) {
+		args.push_back("--set");
+		args.push_back(s);
+	}
+	ScxOut r = scx_call(o, args);
+	if (r.status != 0)
+		fail(r.status == kBadSetting ? kBadSetting : kFail,
+		     r.err.substr(r.err.find("scx_hpc: ") == 0 ? 9 : 0));
+}
+
+// Reuse the running scx_hpc (applying `kv`) or start one that unloads when
+// its last task is gone.
+void scx_start_or_reuse(const Opts &o, const std::vector<std::string> &kv)
+{
+	for (int attempt = 0;; attempt++) {
+		std::string ops;
+		std::string state = scx_state(&ops);
+		if (state == "enabled" && ops == "hpc") {
+			if (!kv.empty())
+				scx_set(o, kv);
+			return;
+		}
+		if (state == "enabled")
+			fail(kFail,
+			     "another sched_ext scheduler is active (" + ops + "), not scx_hpc");
+		if (state == "disabled")
+			break;
+		// enabling or disabling: wait for it to settle
+		if (attempt == 100)
+			fail(kFail, "sched_ext stays in state " + state);
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	}
+	const auto flags = scx_check(kv, true);
+	const std::string bin = scx_bin(o);
+	const std::string logf = env_or("HPCCTL_SCX_LOG", "/run/scx_hpc.log");
+	std::vector<std::string> argv{bin, "-q", "--exit-when-idle"};
+	argv.insert(argv.end(), flags.begin(), flags.end());
+	int pp[2];
+	if (::pipe2(pp, O_CLOEXEC) < 0)
+		fail(kFail, std::string("pipe: ") + std::strerror(errno));
+	pid_t pid = ::fork();
+	if (pid < 0)
+		fail(kFail, std::string("fork: ") + std::strerror(errno));
+	if (pid == 0) {
+		// Double fork: the loader is nobody's child; its pid comes back.
+		::setsid();
+		int fd = ::open(logf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int nul = ::open("/dev/null", O_RDWR);
+		::dup2(nul, 0);
+		::dup2(fd >= 0 ? fd : nul, 1);
+		::dup2(fd >= 0 ? fd : nul, 2);
+		pid_t g = ::fork();
+		if (g != 0) {
+			(void)!::write(pp[1], &g, sizeof g);
+			::_exit(0);
+		}
+		auto a = argv_of(argv);
+		::execvp(a[0], a.data());
+		std::fprintf(stderr, "scx_hpc: cannot run %s: %s\n", a[0], std::strerror(errno));
+		::_exit(127);
+	}
+	::close(pp[1]);
+	pid_t loader = -1;
+	(void)!::read(pp[0], &loader, sizeof loader);
+	::close(pp[0]);
+	::waitpid(pid, nullptr, 0);
+	// Loading verifies the BPF program: seconds on a slow machine.
+	for (int i = 0; i < 600; i++) {
+		std::string ops;
+		if (scx_state(&ops) == "enabled" && ops == "hpc")
+			return;
+		if (loader <= 0 || ::kill(loader, 0) != 0)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	}
+	std::string log = trim(read_file(logf).value_or(""));
+	if (log.size() > 2000)
+		log = "..." + log.substr(log.size() - 2000);
+	if (loader > 0)
+		::kill(loader, SIGTERM);
+	fail(kFail,
+	     "started " + bin + " but scx_hpc did not come up" +
+		     (log.empty() ? std::string(" (its log " + logf + " is empty)") : ":\n" + log));
+}
+
+// scx_hpc's per-task map as hpcctl top shows it: live tasks only.
+json scx_tasks(const Opts &o)
+{
+	json out = json::array();
+	for (auto &t : scx_json(o, {"--dump-tasks", "--json"})) {
+		if (t.value("exited", 0) != 0)
+			continue;
+		json j{{"pid", t["pid"]},
+		       {"name", t.value("comm", std::string())},
+		       {"tgid", t["tgid"]},
+		       {"cpu", t["cpu"]},
+		       {"iterations", t["iterations"]},
+		       {"judgements", t["judgements"]},
+		       {"last_util", t["last_util"]},
+		       {"global_util", t["global_util"]},
+		       {"prio", t["prio"]},
+		       {"throttled_ns", t["throttled_ns"]},
+		       {"run_ns", t["run_ns"]}};
+		out.push_back(j);
+	}
+	return out;
+}
+
+int scx_get(const Opts &o)
+{
+	scx_need_loaded();
+	json p = scx_json(o, {"--stats-once", "--json"})["params"];
+	const auto known = scx_knobs();
+	if (!o.key.empty()) {
+		if (std::find(known.begin(), known.end(), o.key) == known.end())
+			fail(kBadSetting, unknown_key(o.key, known));
+		const json &v = p[o.key];
+		std::cout << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+		return kOk;
+	}
+	for (auto &k : known) {
+		const json &v = p[k];
+		std::cout << k << "=" << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+	}
+	return kOk;
+}
+
 int run(const Opts &o)
 {
 	std::vector<std::string> kv = o.settings;
 	if (!o.heuristic.empty())
 		kv.push_back("heuristic=" + o.heuristic);
+	if (use_scx(o)) {
+		// Like the kernel class: switch to SCHED_EXT and exec; scx_hpc
+		// schedules the command and its children.
+		scx_check(kv, false);
+		const auto membind = check_membind(o.membind);
+		scx_start_or_reuse(o, kv);
+		if (!membind.empty() && apply_membind(membind) < 0)
+			fail(kFail,
+			     std::string("set_mempolicy(MPOL_BIND): ") + std::strerror(errno));
+		sched_param sp{};
+		if (::sched_setscheduler(0, kSchedExt, &sp) < 0)
+			fail(kFail,
+			     std::string("sched_setscheduler(SCHED_EXT): ") + std::strerror(errno));
+		exec_cmd(o.cmd);
+	}
 	check_keys(kv);
 	const auto membind = check_membind(o.membind);
 	if (use_kernel(o)) {
@@ -641,21 +1005,28 @@ void print_table(const json &tasks, bool kernel)
 
 int top(const Opts &o)
 {
-	bool kernel = use_kernel(o);
+	const bool scx = use_scx(o);
+	bool kernel = !scx && use_kernel(o);
 	ControlClient c;
-	if (!kernel)
+	if (scx)
+		scx_need_loaded();
+	else if (!kernel)
 		connect_or_fail(o, c);
 	for (int n = 0;; n++) {
-		json tasks =
-			kernel ? kernel_tasks() : checked(c.call(json{{"cmd", "list"}}))["tasks"];
+		json tasks = scx      ? scx_tasks(o)
+			     : kernel ? kernel_tasks()
+				      : checked(c.call(json{{"cmd", "list"}}))["tasks"];
 		if (o.json_out) {
 			std::cout << tasks.dump() << std::endl;
 		} else {
 			if (!o.once)
 				fmt::print("\033[H\033[2J");
 			fmt::print("hpcctl top — {} — {} task(s)\n",
-				   kernel ? "kernel SCHED_HPC" : "hpcd", tasks.size());
-			print_table(tasks, kernel);
+				   scx      ? "scx_hpc (sched_ext)"
+				   : kernel ? "kernel SCHED_HPC"
+					    : "hpcd",
+				   tasks.size());
+			print_table(tasks, kernel || scx);
 			std::fflush(stdout);
 		}
 		if (o.once || (o.count && n + 1 >= o.count))
@@ -666,6 +1037,14 @@ int top(const Opts &o)
 
 int status(const Opts &o)
 {
+	if (use_scx(o)) {
+		scx_need_loaded();
+		json j = scx_json(o, {"--stats-once", "--json"});
+		j["backend"] = "scx";
+		j["sysfs"] = scx_sysfs();
+		std::cout << (o.json_out ? j.dump() : j.dump(2)) << "\n";
+		return kOk;
+	}
 	if (use_kernel(o)) {
 		json j{{"backend", "kernel"}, {"sysfs", o.sysfs}};
 		for (auto &k : kernel_knobs())
@@ -1231,8 +1610,11 @@ int dispatch(int argc, char **argv)
 	app.require_subcommand(1);
 	app.add_option("--socket", o.socket, "hpcd control socket ($HPCD_CONTROL)");
 	app.add_option("--sysfs", o.sysfs, "kernel tunables directory ($HPC_SYSFS)");
-	app.add_option("--backend", o.backend, "auto: the kernel class if present, else hpcd")
-		->check(CLI::IsMember({"auto", "kernel", "hpcd"}));
+	app.add_option("--backend", o.backend,
+		       "auto: the kernel class if present, else hpcd; scx: scx_hpc (sched_ext)")
+		->check(CLI::IsMember({"auto", "kernel", "hpcd", "scx"}));
+	app.add_option("--scx-hpc", o.scx_bin,
+		       "scx_hpc loader for --backend scx ($HPCCTL_SCX_HPC)");
 
 	auto *run_c =
 		app.add_subcommand("run", "run CMD under SCHED_HPC: hpcctl run [opts] -- CMD");
@@ -1326,6 +1708,10 @@ int dispatch(int argc, char **argv)
 			fail(kNoDashDash, "run: no command after '--'");
 		return run(o);
 	}
+	if (use_scx(o) && (trace_c->parsed() || prio_c->parsed()))
+		fail(kFail, std::string(trace_c->parsed() ? "trace" : "prio") +
+				    " is not available with --backend scx (scx_hpc --dump-tasks "
+				    "shows its per-task state)");
 	if (trace_c->parsed()) {
 		if (dashdash && o.cmd.empty())
 			fail(kNoDashDash, "trace: no command after '--'");
@@ -1336,7 +1722,15 @@ int dispatch(int argc, char **argv)
 	if (report_c->parsed())
 		return report_cmd(o);
 	if (get_c->parsed())
-		return use_kernel(o) ? kernel_get(o) : hpcd_get(o);
+		return use_scx(o) ? scx_get(o) : use_kernel(o) ? kernel_get(o) : hpcd_get(o);
+	if (set_c->parsed() && use_scx(o)) {
+		if (o.settings.empty())
+			fail(kUsage, "set: give KEY=VALUE");
+		scx_check(o.settings, false);
+		scx_need_loaded();
+		scx_set(o, o.settings);
+		return kOk;
+	}
 	if (set_c->parsed()) {
 		check_keys(o.settings);
 		if (use_kernel(o)) {
