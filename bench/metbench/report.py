@@ -23,9 +23,10 @@ import sys
 WAYS = ["baseline", "static", "uniform", "adaptive"]
 
 
-def load(dirname):
+def load(dirname, ways=WAYS):
+    """The runs of @ways (in that order) found in @dirname."""
     runs = []
-    for way in WAYS:
+    for way in ways:
         path = os.path.join(dirname, way + ".json")
         if not os.path.exists(path):
             continue

@@ -11,6 +11,16 @@
 #        GROUP_WEIGHT (10000: hpcd's tree against the rest of the machine;
 #        empty: hpcd's default, 100 per task, as much as the tasks had)
 #        HPCD_ARGS (extra hpcd options, e.g. "--mode weight")
+#        WAYS may also hold "static": hpcd without balancing, each worker
+#        fixed at its STATIC_PRIOS entry (e.g. 4,6,4,6; hpcctl prio, as
+#        soon as hpcd has adopted the rank)
+#        PROGRAM, PROGRAM_ARGS, NP: run this MPI program instead of
+#        MetBench, NP ranks (4), every rank a worker (rank r is P<r+1>);
+#        it must take --json and --trace FILE and print/write MetBench's
+#        forms (bench/btmz/btmz, bench/siesta/siesta-proxy do); LOADS,
+#        ITERATIONS, WAIT and SWAP_EVERY are then unused
+#        BACKGROUND (a command run during each way, then stopped: e.g.
+#        ordinary processes competing with the ranks)
 # OUT_DIR (default: a temporary directory) keeps, per way, MetBench's JSON
 # result and trace, hpcd's log and the workers' final priorities, in the
 # form bench/metbench/report.py reads.
@@ -18,6 +28,7 @@ set -eu
 build=${1:?usage: metbench-3ways.sh BUILD_DIR}
 hpcd=$build/tools/hpcd/hpcd hpcctl=$build/tools/hpcd/hpcctl
 mb=$build/bench/metbench/metbench mon=$build/tools/hpcmon/libhpcmon.so
+[ -z "${PROGRAM:-}" ] || mb=$PROGRAM
 for f in "$hpcd" "$hpcctl" "$mb" "$mon"; do
 	[ -e "$f" ] || { echo "metbench-3ways: $f is not built" >&2; exit 1; }
 done
@@ -35,13 +46,46 @@ export HPCMON_BLOCKING_WAIT=${HPCMON_BLOCKING_WAIT:-1}
 root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
 loads=${LOADS:-250,1000,250,1000} iters=${ITERATIONS:-30} wait=${WAIT:-spin}
 nworkers=$(( $(tr -cd , <<<"$loads" | wc -c) + 1 ))
+# MetBench: rank 0 is the master (not paired), workers are ranks 1..N.
+# Another program: every rank is a worker, rank r is P<r+1>.
+master=1 first=1
+if [ -n "${PROGRAM:-}" ]; then
+	nworkers=${NP:-4} master=0 first=0
+	case $nworkers in '' | *[!0-9]* | 0) echo "metbench-3ways: NP must be a whole number >= 1" >&2; exit 2 ;; esac
+fi
 ways=${WAYS:-baseline uniform adaptive}
 for way in $ways; do
 	case $way in
-	baseline | uniform | adaptive | weight | none) ;;
-	*) echo "metbench-3ways: unknown way '$way' (baseline uniform adaptive weight none)" >&2; exit 2 ;;
+	baseline | static | uniform | adaptive | weight | none) ;;
+	*) echo "metbench-3ways: unknown way '$way' (baseline static uniform adaptive weight none)" >&2; exit 2 ;;
 	esac
+	if [ "$way" = static ]; then
+		IFS=, read -r -a sprio <<<"${STATIC_PRIOS:-}"
+		if [ "${#sprio[@]}" -ne "$nworkers" ]; then
+			echo "metbench-3ways: way static needs STATIC_PRIOS with $nworkers priorities" >&2
+			exit 2
+		fi
+	fi
 done
+# static_prios LOG: fix each worker's priority once hpcd has adopted it.
+static_prios() {
+	local log=$1 r p pid left
+	for _ in $(seq 400); do
+		left=0
+		for r in $(seq 0 $((nworkers - 1))); do
+			[ -e "$work/static.set.$r" ] && continue
+			pid=$(awk -v r=$((r + first)) '$2 == "managing" && $7 == "rank" && $8 == r { print $3 }' "$log" | tail -n 1)
+			if [ -n "$pid" ] && "$hpcctl" --backend hpcd prio "$pid" "${sprio[$r]}" >/dev/null 2>&1; then
+				: >"$work/static.set.$r"
+			else
+				left=1
+			fi
+		done
+		[ "$left" -eq 0 ] && return 0
+		sleep 0.025
+	done
+	echo "  (static: not every rank was adopted in time)" >&2
+}
 swap=()
 [ -z "${SWAP_EVERY:-}" ] || swap=(--swap-every "$SWAP_EVERY")
 gw=()
@@ -50,7 +94,7 @@ gw=()
 printf '%-9s %10s   %s\n' way "time (s)" "final priority per worker (P1..P$nworkers)"
 for way in $ways; do
 	case $way in
-	baseline) set_=(--set balance=off) ;;
+	baseline | static) set_=(--set balance=off) ;;
 	weight) set_=(--mode weight) ;;
 	none) set_=() ;;
 	*) set_=(--set "heuristic=$way") ;;
@@ -58,22 +102,46 @@ for way in $ways; do
 	: >"$work/$way.log"
 	if [ "$way" != none ]; then
 		# Rank 0 is MetBench's master: not paired. hpcd exits after the last BYE.
+		ign=()
+		[ "$master" -eq 0 ] || ign=(--set ignore_ranks=0)
 		# shellcheck disable=SC2086
-		"$hpcd" "${set_[@]}" --set ignore_ranks=0 --exit-when-idle "${gw[@]}" -v \
+		"$hpcd" "${set_[@]}" "${ign[@]}" --exit-when-idle "${gw[@]}" -v \
 			${HPCD_ARGS:-} 2>"$work/$way.log" &
 		d=$!
 		for _ in $(seq 100); do "$hpcctl" --backend hpcd status >/dev/null 2>&1 && break; sleep 0.05; done
 	fi
+	sp=
+	if [ "$way" = static ]; then
+		rm -f "$work"/static.set.*
+		static_prios "$work/$way.log" &
+		sp=$!
+	fi
+	bg=
+	if [ -n "${BACKGROUND:-}" ]; then
+		# shellcheck disable=SC2086
+		${BACKGROUND} >"$work/$way.background" 2>&1 &
+		bg=$!
+	fi
 	# "none": the monitor is loaded all the same (nobody reads its datagrams).
-	mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
-		-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
-		"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" "${swap[@]}" --json \
-		--trace "$work/$way.csv" >"$work/$way.json"
+	if [ -n "${PROGRAM:-}" ]; then
+		# shellcheck disable=SC2086
+		mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
+			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
+			"$mb" ${PROGRAM_ARGS:-} --json --trace "$work/$way.csv" >"$work/$way.json"
+	else
+		mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
+			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
+			"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" "${swap[@]}" --json \
+			--trace "$work/$way.csv" >"$work/$way.json"
+	fi
+	[ -z "$bg" ] || { kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null || true; }
+	[ -z "$sp" ] || wait "$sp" || true
+	rm -f "$work"/static.set.*
 	[ "$way" = none ] || wait $d || true
 	t=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["total_time_s"])' "$work/$way.json")
 	# The last decision logged for each rank.
 	prios=$(awk '/ rank [0-9]+ iteration / { for (i = 1; i <= NF; i++) if ($i == "rank") r = $(i + 1); p[r] = $NF }
-		END { for (r = 1; r <= '"$nworkers"'; r++) printf "%s ", (r in p ? p[r] : "-") }' "$work/$way.log")
+		END { for (r = '"$first"'; r < '"$first + $nworkers"'; r++) printf "%s ", (r in p ? p[r] : "-") }' "$work/$way.log")
 	printf '%-9s %10s   %s\n' "$way" "$t" "$prios"
 	n=1
 	: >"$work/$way.prio"
