@@ -4,13 +4,15 @@
 #   make hpclb          the library, its tests and the decision-time benchmark
 #   make check-hpclb    unit tests: formulas, parsers, plans, C API (GoogleTest);
 #                       Stencil2D under mpirun with 2-4 ranks (TAP)
+#   make check-hpclb-cluster  the namespace test cluster (root; fails with the
+#                       reason when namespaces, veth or cgroups cannot be made)
 #   make bench-hpclb    decision time for 1e5 work units on 1e3 simulated ranks
 
 HPCLB_DIR := $(BUILD)/tools/hpclb
 
-CHECK_SUITES += hpclb
+CHECK_SUITES += hpclb hpclb-cluster
 
-.PHONY: hpclb check-hpclb bench-hpclb
+.PHONY: hpclb check-hpclb check-hpclb-cluster bench-hpclb
 
 hpclb: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target hpclb hpclb-tests hpclb-decide hpclb-stencil2d
@@ -18,6 +20,9 @@ hpclb: deps $(BUILD)/CMakeCache.txt
 check-hpclb: hpclb
 	@tests/run-suite hpclb -- bash -c '$(HPCLB_DIR)/hpclb-tests; a=$$?; \
 		tools/hpclb/tests/mpi-tests.sh $(BUILD); b=$$?; exit $$((a | b))'
+
+check-hpclb-cluster: hpclb
+	@tests/run-suite hpclb-cluster -- tools/hpclb/tests/cluster-tests.sh $(BUILD)
 
 bench-hpclb: hpclb
 	@bench/hpclb/bench.sh $(BUILD) $(BENCH_DIR)/hpclb

@@ -108,7 +108,9 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "stencil2d: %s\n", hpclb_last_error());
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
-	MPI_Comm comm = hpclb_mpi_comm(lb);
+	// The application's own messages stay on its communicator: the library
+	// talks on its duplicate, so their tags never meet.
+	MPI_Comm comm = MPI_COMM_WORLD;
 	// An emulated slow CPU is a slower f_p for the refinement (Figure 2 loop
 	// times the real CPU, the kernel repeats itself FACTOR times).
 	if (rank == slow_rank)
@@ -143,6 +145,7 @@ int main(int argc, char **argv)
 		std::vector<std::pair<int, int>> in_for;
 		out.reserve(blocks.size() * 4);
 		in.reserve(blocks.size() * 4);
+		const double p0 = MPI_Wtime();
 		for (auto &[b, bl] : blocks) {
 			int bi = b / B, bj = b % B;
 			for (int d = 0; d < 4; d++) {
@@ -158,6 +161,16 @@ int main(int argc, char **argv)
 					       : d == 2 ? bl.a[idx(k + 1, 1)]
 							: bl.a[idx(k + 1, S)];
 				int opp = d ^ 1;
+				if (owner[nbk] == rank) {
+					// A neighbour on this rank: straight into its halo.
+					auto &nb = blocks[nbk];
+					for (int m = 0; m < S; m++) {
+						int i = opp == 0 ? 0 : opp == 1 ? S + 1 : m + 1;
+						int j = opp == 2 ? 0 : opp == 3 ? S + 1 : m + 1;
+						nb.a[idx(i, j)] = e[m];
+					}
+					continue;
+				}
 				out.push_back(std::move(e));
 				req.emplace_back();
 				MPI_Isend(out.back().data(), S, MPI_DOUBLE, owner[nbk],
@@ -169,7 +182,11 @@ int main(int argc, char **argv)
 					  comm, &req.back());
 			}
 		}
+		// The exchange's own work is the blocks' (shared equally): only
+		// the wait for the others is idle time.
 		double w0 = MPI_Wtime();
+		for (auto &[b, bl] : blocks)
+			bl.load += (w0 - p0) / static_cast<double>(blocks.size());
 		MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
 		hpclb_mpi_wait(lb, MPI_Wtime() - w0);
 		for (size_t k = 0; k < in.size(); k++) {

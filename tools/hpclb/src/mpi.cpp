@@ -85,11 +85,25 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
 	MPI_Comm_size(local, &c->local_ranks);
 	MPI_Comm_free(&local);
-	// f_p from the refinement paper's loop (Figure 2): the fastest of 20
-	// short runs, the CPU's speed when nothing else takes it (the rest of
-	// what others take shows in the measured loads and O_p).
-	for (int i = 0; i < 20; i++)
-		c->freq = std::max(i ? c->freq : 0.0, hpclb::speed_loop(200000));
+	// f_p from the refinement paper's loop (Figure 2), one rank at a time
+	// (ranks sharing CPUs must not slow each other's measure), over 0.25 s of
+	// wall time: iterations / wall time, so a CPU quota's throttling (100 ms
+	// periods) and what other processes take count, as they do for the tasks.
+	for (int p = 0; p < c->size; p++) {
+		if (p == c->rank) {
+			uint64_t iters = 0;
+			const double t0 = MPI_Wtime();
+			double t = t0;
+			while (t - t0 < 0.25) {
+				double f = hpclb::speed_loop(100000);
+				iters += 100000;
+				(void)f;
+				t = MPI_Wtime();
+			}
+			c->freq = static_cast<double>(iters) / (t - t0);
+		}
+		MPI_Barrier(c->comm);
+	}
 	c->psi_acc.assign(static_cast<size_t>(c->size), 0);
 	c->cpus = my_cpus();
 	MPI_Barrier(c->comm);
