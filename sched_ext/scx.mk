@@ -143,8 +143,10 @@ scx-guest-initrd: scx scx-hpcctl
 scx-bench: kernel scx
 	@GUEST_EXTRA=$(SCX_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/bench-cases \
 		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd-bench.gz
-	@tests/guest/run-qemu --name scx-bench --smp 2 --initrd $(SCX_OUT)/initrd-bench.gz \
-		--cases '9*-scx-*' | tee $(SCX_OUT)/bench.txt
+	@RESULTS=$(SCX_OUT)/bench-results tests/guest/run-qemu --name scx-bench --smp 2 \
+		--initrd $(SCX_OUT)/initrd-bench.gz --cases '9*-scx-*'
+	@sed -n 's/^# 90-scx-bench.sh: # //p' $(SCX_OUT)/bench-results/guest-scx-bench.log | \
+		tee $(SCX_OUT)/bench.txt
 
 scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \

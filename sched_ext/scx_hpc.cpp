@@ -340,8 +340,9 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 }
 
 // Instruction counts (and, with kernel.bpf_stats_enabled=1, run counts and
-// times) of the loaded struct_ops programs named PREFIX* (scx_hpc's: "hpc_";
-// the bench compares with scx_simple's, "simple_").
+// times) of the loaded struct_ops and tracing programs named PREFIX*
+// (scx_hpc's: "hpc_", its following programs "hpc_take_*" when loaded; the
+// bench compares with scx_simple's, "simple_").
 int prog_info(bool json, const std::string &prefix)
 {
 	uint32_t id = 0;
@@ -356,7 +357,7 @@ int prog_info(bool json, const std::string &prefix)
 		bpf_prog_info info{};
 		uint32_t len = sizeof(info);
 		if (!bpf_prog_get_info_by_fd(fd, &info, &len) &&
-		    info.type == BPF_PROG_TYPE_STRUCT_OPS &&
+		    (info.type == BPF_PROG_TYPE_STRUCT_OPS || info.type == BPF_PROG_TYPE_TRACING) &&
 		    !strncmp(info.name, prefix.c_str(), prefix.size())) {
 			unsigned xl = info.xlated_prog_len / 8;
 			// run_cnt/run_time_ns count only while kernel.bpf_stats_enabled=1
@@ -384,8 +385,7 @@ int prog_info(bool json, const std::string &prefix)
 		std::printf("%-20s %d programs, xlated %llu insns, verified %llu insns\n", "total",
 			    n, (unsigned long long)total_x, (unsigned long long)total_v);
 	if (!n) {
-		std::fprintf(stderr, "scx_hpc: no %s* struct_ops program is loaded\n",
-			     prefix.c_str());
+		std::fprintf(stderr, "scx_hpc: no %s* program is loaded\n", prefix.c_str());
 		return 1;
 	}
 	return 0;
