@@ -6,7 +6,8 @@
 #                       Stencil2D under mpirun with 2-4 ranks (TAP)
 #   make check-hpclb-cluster  the namespace test cluster (root; fails with the
 #                       reason when namespaces, veth or cgroups cannot be made)
-#   make bench-hpclb    decision time for 1e5 work units on 1e3 simulated ranks
+#   make bench-hpclb    decision time for 1e5 work units on 1e3 simulated ranks;
+#                       Stencil2D on the namespace cluster, no LB vs each method
 
 HPCLB_DIR := $(BUILD)/tools/hpclb
 

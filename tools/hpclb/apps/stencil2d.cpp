@@ -234,10 +234,17 @@ int main(int argc, char **argv)
 					blocks.erase(static_cast<int>(mv[k].id));
 				owner[mv[k].id] = mv[k].to;
 			}
-			if (!rank)
+			if (!rank) {
+				timespec now{};
+				clock_gettime(CLOCK_REALTIME, &now);
 				std::printf(
-					"lb step %d iter %d: imbalance %.3f -> %.3f, %zu moves\n",
-					++step, it, ib, ia, nm);
+					"lb step %d iter %d at %.3f: imbalance %.3f -> %.3f, %zu "
+					"moves\n",
+					++step, it,
+					static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec, ib,
+					ia, nm);
+				std::fflush(stdout);
+			}
 		}
 	}
 	double elapsed = MPI_Wtime() - t0;
