@@ -42,6 +42,16 @@ for np in 2 4; do
 		fi
 	done
 done
+# The documented example: every unit is somewhere, once, after the moves.
+timeout -k 5 120 mpirun $root --oversubscribe -np 3 "$build/tools/hpclb/hpclb-example" >"$tmp/ex" 2>&1
+rc=$?
+units=$(awk '/^rank [0-9]+: [0-9]+ units$/ {u += $3; r++} END {print u + 0, r + 0}' "$tmp/ex")
+moved=$(awk '/^step/ {m += $(NF-1)} END {print m + 0}' "$tmp/ex")
+if [ $rc -eq 0 ] && [ "$units" = "32 3" ]; then
+	ok "example: 32 units on 3 ranks after $moved moves"
+else
+	nok "example: exit $rc, units/ranks $units" "$tmp/ex"
+fi
 # Without balancing nothing moves.
 if [ "$(blocks "$tmp/none2")" = "128 128" ] && ! grep -qv " 0 moves$" <(grep '^lb step' "$tmp/none2"); then
 	ok "mode none moves nothing"
