@@ -75,7 +75,7 @@ static_prios() {
 		for r in $(seq 0 $((nworkers - 1))); do
 			[ -e "$work/static.set.$r" ] && continue
 			pid=$(awk -v r=$((r + first)) '$2 == "managing" && $7 == "rank" && $8 == r { print $3 }' "$log" | tail -n 1)
-			if [ -n "$pid" ] && "$hpcctl" --backend hpcd prio "$pid" "${sprio[$r]}" >/dev/null 2>&1; then
+			if [ -n "$pid" ] && "$hpcctl" --backend hpcd prio "$pid" "${sprio[$r]}" >"$work/static.msg" 2>&1; then
 				: >"$work/static.set.$r"
 			else
 				left=1
@@ -84,7 +84,7 @@ static_prios() {
 		[ "$left" -eq 0 ] && return 0
 		sleep 0.025
 	done
-	echo "  (static: not every rank was adopted in time)" >&2
+	echo "  (static: not every rank was adopted in time: $(cat "$work/static.msg" 2>/dev/null))" >&2
 }
 swap=()
 [ -z "${SWAP_EVERY:-}" ] || swap=(--swap-every "$SWAP_EVERY")
@@ -113,7 +113,10 @@ for way in $ways; do
 	sp=
 	if [ "$way" = static ]; then
 		rm -f "$work"/static.set.*
-		static_prios "$work/$way.log" &
+		# At the top nice level: the ranks' cgroups outweigh ordinary
+		# processes, and the priorities must land before the run is over.
+		renice_top() { renice -n -20 -p "$BASHPID" >/dev/null 2>&1 || true; }
+		(renice_top; static_prios "$work/$way.log") &
 		sp=$!
 	fi
 	bg=

@@ -203,4 +203,47 @@ else:
           and "1 processes" in open(os.path.join(d, "static.background")).read(),
           "metbench-3ways PROGRAM=btmz: both ways compute the same values, the background ran beside",
           f"{out}\n{rms}")
+
+# ---- the report writer: workload specs for the simulator, the report itself
+REPORT = os.path.join(top, "bench", "repro", "report.py")
+SIM = os.path.join(build, "tools", "sim", "hpcsim")
+lay_path = os.path.join(tmp, "layout-a.json")
+with open(lay_path, "w") as f:
+    json.dump(layout("A", 4, "rows"), f)
+rc, out, err = run(["/usr/bin/python3", REPORT, "--spec", "btmz", lay_path])
+spec = json.loads(out) if rc == 0 else None
+check(spec and spec["iterations"] == 200 and spec["loads_ms"] == [26.624, 43.008, 73.728, 118.784],
+      "report.py --spec btmz: one load per rank, proportional to its cells", out + err)
+sched_path = os.path.join(tmp, "sched.json")
+rc, out, err = run([SIESTA, "--schedule", "--np", "4"] + SMALL)
+with open(sched_path, "w") as f:
+    f.write(out)
+rc, out, err = run(["/usr/bin/python3", REPORT, "--spec", "siesta", sched_path])
+spec = json.loads(out) if rc == 0 else None
+check(spec and len(spec["phases"]) == 3 and spec["phases"][1]["loads_ms"][0] ==
+      round(sched["ranks"][0]["iteration_units"][1] / 1000.0, 3),
+      "report.py --spec siesta: one phase per SCF iteration, its per-rank work", out + err)
+spec_path = os.path.join(tmp, "spec.json")
+with open(spec_path, "w") as f:
+    f.write(out)
+rc, out, err = run([SIM, "table", "--spec", spec_path, "--json"])
+check(rc == 0 and json.loads(out)["iterations"] == 3, "hpcsim accepts the SIESTA proxy's spec", err)
+rc, out, err = run(["/usr/bin/python3", REPORT, "--spec", "nas", sched_path])
+check(rc == 2 and "btmz or siesta" in err, "report.py --spec with an unknown program: status 2", err)
+rc, out, err = run(["/usr/bin/python3", REPORT, tmp, "--tables",
+                    os.path.join(top, "..", "shared", "reference", "paper-tables.json")])
+check(rc != 0 and "no program results" in err, "report.py on a directory without results: an error",
+      out + err)
+if os.geteuid() == 0 and hpcd_ok:
+    rep = os.path.join(tmp, "rep")
+    os.makedirs(rep)
+    os.symlink(os.path.join(tmp, "w3"), os.path.join(rep, "btmz"))
+    rc, out, err = run(["/usr/bin/python3", REPORT, rep, "--tables",
+                        os.path.join(top, "..", "shared", "reference", "paper-tables.json")])
+    md = open(os.path.join(rep, "report.md")).read() if rc == 0 else ""
+    check(rc == 0 and "Table V" in md and "| 79.63 s |" in md and "| Static | P1 |" in md
+          and os.path.getsize(os.path.join(rep, "btmz-timeline.png")) > 0
+          and os.path.exists(os.path.join(rep, "btmz-priorities.png")),
+          "report.py: Table V with the paper's numbers beside ours, timeline and priorities",
+          out + err + md[:600])
 done()

@@ -21,7 +21,7 @@ namespace siesta
 
 struct Params {
 	int ranks = 4;
-	int iterations = 40;
+	int iterations = 100;
 	int phases = 24;
 	// Mean work units of one phase of a rank whose share is 1.
 	double phase_units = 3000;

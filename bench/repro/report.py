@@ -1,0 +1,318 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The reproduction report: the paper's Tables III-VI beside ours, timelines,
+priorities over time and an analysis, as Markdown + PNG.
+
+usage: report.py OUT_DIR --tables paper-tables.json
+       report.py --spec btmz LAYOUT.json      (hpcsim workload spec of the BT-MZ proxy)
+       report.py --spec siesta SCHEDULE.json  (hpcsim workload spec of the SIESTA proxy)
+
+OUT_DIR is what bench/repro/reproduce.sh writes: per program a directory of
+metbench-3ways.sh runs (W.json, W.csv, W.log, W.prio per way W), sim/*.json
+(hpcsim table --json), backends.txt and run-info.txt.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+top = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(top, "bench", "metbench"))
+import report as mbreport  # noqa: E402  (bench/metbench/report.py: load, timeline)
+
+# program -> (paper key, table, title, our ways in order, way the gains are against)
+PROGRAMS = [
+    ("metbench", "metbench", "III", "MetBench", ["baseline", "static", "uniform", "adaptive"], "baseline"),
+    ("metbenchvar", "metbenchvar", "IV", "MetBenchVar (k = 15)",
+     ["baseline", "static", "uniform", "adaptive"], "baseline"),
+    ("btmz", "bt_mz", "V", "BT-MZ (proxy)", ["baseline", "static", "uniform", "adaptive"], "baseline"),
+    ("siesta", "siesta", "VI", "SIESTA (proxy)", ["none", "baseline", "static", "uniform", "adaptive"],
+     "none"),
+]
+WAY_LABEL = {"none": "CFS (no hpcd)", "baseline": "Baseline", "static": "Static",
+             "uniform": "Uniform", "adaptive": "Adaptive"}
+# The paper's rows that correspond to ours (its baseline is CFS at priority 4).
+PAPER_WAY = {"none": "baseline", "baseline": "baseline", "static": "static", "uniform": "uniform",
+             "adaptive": "adaptive"}
+UNITS_PER_MS = 1000.0  # siesta-proxy: one unit (a 32x32 mat-vec) is about 1 us
+
+
+def spec_btmz(layout):
+    """Per-rank load proportional to the cells it owns; MPI polls (spin)."""
+    steps = {"S": 60}.get(layout["class"], 200)
+    return {"name": "bt-mz-class-%s-%s" % (layout["class"], layout["mapping"]),
+            "iterations": steps, "wait": "spin",
+            "loads_ms": [round(r["cells"] / 1000.0, 3) for r in layout["ranks"]]}
+
+
+def spec_siesta(sched):
+    """One simulated iteration per SCF iteration: its per-rank work (the
+    simulator has one compute phase and a barrier per iteration)."""
+    phases = []
+    for i in range(sched["iterations"]):
+        phases.append({"from": i, "loads_ms": [round(r["iteration_units"][i] / UNITS_PER_MS, 3)
+                                               for r in sched["ranks"]]})
+    return {"name": "siesta-proxy", "iterations": sched["iterations"], "wait": "block",
+            "phases": phases}
+
+
+def pct(a, b):
+    return 100.0 * (1.0 - a / b) if a and b else None
+
+
+def fmt_gain(g):
+    return "" if g is None else "%.1f %%" % g
+
+
+def prio_series(logpath, first_rank):
+    """{proc: [(iteration, prio)]} from hpcd -v's iteration lines."""
+    out = {}
+    if not os.path.exists(logpath):
+        return out
+    pat = re.compile(r" rank (\d+) iteration (\d+) .* prio (\d+)$")
+    with open(logpath) as f:
+        for line in f:
+            m = pat.search(line.rstrip())
+            if m:
+                r, it, p = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                out.setdefault("P%d" % (r - first_rank + 1), []).append((it, p))
+    return out
+
+
+def plot_prios(series_by_way, png, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ways = [(w, s) for w, s in series_by_way if s]
+    if not ways:
+        return False
+    fig, axes = plt.subplots(len(ways), 1, figsize=(11, 1.2 + 2.0 * len(ways)), squeeze=False)
+    for ax, (way, series) in zip(axes[:, 0], ways):
+        for proc in sorted(series, key=lambda p: int(p[1:])):
+            pts = series[proc]
+            ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=proc)
+        ax.set_ylim(0.5, 7.5)
+        ax.set_ylabel("priority")
+        ax.set_title(WAY_LABEL.get(way, way), loc="left", fontsize=10)
+        ax.legend(loc="upper right", fontsize=8, ncol=4)
+    axes[-1, 0].set_xlabel("iteration (as hpcd counts them)")
+    fig.suptitle(title + ": priority per rank")
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def sim_rows(simjson):
+    rows = []
+    for way in ("baseline", "static", "uniform", "adaptive"):
+        if way in simjson:
+            t = simjson[way]
+            rows.append((way, [x["comp_pct"] for x in t["tasks"]],
+                         [x["final_prio"] for x in t["tasks"]], t["time_s"]))
+    return rows
+
+
+def program_section(out, prog, key, table, title, ways, base_way, paper, lines, notes):
+    d = os.path.join(out, prog)
+    if not os.path.isdir(d):
+        return
+    runs = mbreport.load(d, ways)
+    ref = paper.get(key, {})
+    lines.append("## %s — the paper's Table %s\n" % (title, table))
+    res_by_way = {w: r for w, r, _, _ in runs}
+    base = res_by_way.get(base_way, {}).get("total_time_s")
+    pbase = ref.get("baseline", {}).get("time_s")
+    lines.append("| way | proc | % comp | priority | time | gain | paper % comp | paper priority "
+                 "| paper time | paper gain |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    gains = {}
+    for way, res, prios, _ in runs:
+        workers = [r for r in res["ranks"] if r["proc"] != "M"]
+        pw = ref.get(PAPER_WAY[way], {}) if not (way == "baseline" and base_way == "none") else {}
+        pcomp = pw.get("comp", [])
+        pprio = pw.get("priority", [])
+        g = pct(res["total_time_s"], base) if way != base_way else None
+        pg = pct(pw.get("time_s"), pbase) if pw and PAPER_WAY[way] != "baseline" else None
+        gains[way] = (g, pg)
+        for i, r in enumerate(workers):
+            first = i == 0
+            lines.append("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s |" % (
+                WAY_LABEL[way] if first else "", r["proc"], r["compute_pct"],
+                prios.get(r["proc"], "-"),
+                "%.2f s" % res["total_time_s"] if first else "",
+                fmt_gain(g) if first else "",
+                "%.2f" % pcomp[i] if i < len(pcomp) else "",
+                str(pprio[i]) if i < len(pprio) else ("dynamic" if pw else ""),
+                "%.2f s" % pw["time_s"] if first and pw.get("time_s") else "",
+                fmt_gain(pg) if first else ""))
+    lines.append("")
+    if base_way == "none":
+        lines.append("Gains are against CFS without hpcd (the paper's baseline is CFS); "
+                     "*Baseline* is hpcd with balancing off: its ranks get the CPU before the "
+                     "ordinary background processes, which is what SCHED_HPC's wake-up "
+                     "preemption gives in the kernel.\n")
+    sim = os.path.join(out, "sim", prog + ".json")
+    if os.path.exists(sim):
+        with open(sim) as f:
+            sj = json.load(f)
+        rows = sim_rows(sj)
+        sbase = rows[0][3] if rows else None
+        lines.append("The simulator on the paper's machine model (%s):\n" % sj.get("workload", prog))
+        lines.append("| way | %% comp P1..P%d | final priority | time | gain |" % len(rows[0][1]))
+        lines.append("| --- | --- | --- | ---: | ---: |")
+        for way, comp, pr, t in rows:
+            sg = pct(t, sbase) if way != "baseline" else None
+            gains.setdefault("sim_" + way, (sg, None))
+            lines.append("| %s | %s | %s | %.2f s | %s |" % (
+                WAY_LABEL[way], " / ".join("%.1f" % c for c in comp), ",".join(map(str, pr)), t,
+                fmt_gain(sg)))
+        lines.append("| Ideal | | | %.2f s | %s |" % (sj["ideal_time_s"],
+                                                      fmt_gain(pct(sj["ideal_time_s"], sbase))))
+        lines.append("")
+    # Figures.
+    panels = [(WAY_LABEL[w], t) for w, _, _, t in runs if t]
+    if panels:
+        png = prog + "-timeline.png"
+        mbreport.timeline(panels, os.path.join(out, png), title + " on this machine (hpcd)")
+        lines.append("![%s timeline](%s)\n" % (title, png))
+    first_rank = 1 if prog.startswith("metbench") else 0
+    series = [(w, prio_series(os.path.join(d, w + ".log"), first_rank)) for w in ways
+              if w in ("static", "uniform", "adaptive")]
+    if plot_prios(series, os.path.join(out, prog + "-priorities.png"), title):
+        lines.append("![%s priorities](%s)\n" % (title, prog + "-priorities.png"))
+    notes[prog] = (runs, gains)
+
+
+def analysis(out, notes, paper):
+    a = ["## Where we match the paper and where we differ\n"]
+    for prog, key, table, title, ways, base_way in PROGRAMS:
+        if prog not in notes:
+            continue
+        runs, gains = notes[prog]
+        res = {w: r for w, r, _, _ in runs}
+        base = res.get(base_way)
+        bits = []
+        if base:
+            comp = [r["compute_pct"] for r in base["ranks"] if r["proc"] != "M"]
+            pcomp = paper.get(key, {}).get("baseline", {}).get("comp", [])
+            bits.append("imbalance without balancing: %% compute %s here, %s in the paper" % (
+                "/".join("%.0f" % c for c in comp), "/".join("%.0f" % c for c in pcomp)))
+        for way in ("static", "uniform", "adaptive"):
+            if way in gains:
+                g, pg = gains[way]
+                sg = gains.get("sim_" + way, (None, None))[0]
+                s = "%s %s here" % (WAY_LABEL[way], fmt_gain(g) or "n/a")
+                if pg is not None:
+                    s += ", %s in the paper" % fmt_gain(pg)
+                if sg is not None:
+                    s += ", %s in the simulator" % fmt_gain(sg)
+                verdict = []
+                if g is not None and pg is not None:
+                    verdict.append("paper: match within 5 points" if abs(g - pg) <= 5 else
+                                   ("paper: less" if g < pg else "paper: more"))
+                if g is not None and sg is not None:
+                    verdict.append("simulator: match within 5 points" if abs(g - sg) <= 5 else
+                                   ("simulator: less" if g < sg else "simulator: more"))
+                bits.append(s + (" (%s)" % ", ".join(verdict) if verdict else ""))
+        if base_way == "none" and "baseline" in res and base:
+            lat = pct(res["baseline"]["total_time_s"], base["total_time_s"])
+            bal = [(w, pct(res[w]["total_time_s"], res["baseline"]["total_time_s"]))
+                   for w in ("uniform", "adaptive") if w in res]
+            bits.append("of which latency (CFS -> hpcd without balancing) %s, balancing "
+                        "(hpcd baseline -> heuristic) %s" % (
+                            fmt_gain(lat), ", ".join("%s %s" % (WAY_LABEL[w], fmt_gain(g))
+                                                     for w, g in bal)))
+        a.append("- **%s**: " % title + "; ".join(bits) + ".")
+    a.append("""
+Reasons for the differences, in order of weight:
+
+- *The machine.* The paper ran 4 ranks on one POWER5 (2 cores x 2 SMT
+  contexts) where a priority changes the decode-cycle split inside a core.
+  Here 4 ranks share 2 CPUs without SMT: hpcd emulates each SMT core by
+  CPU bandwidth (cgroup quota per the policy core's SMT model), so a rank's
+  speed follows the model, not the silicon, and both "cores" are time-shared
+  with whatever else runs on this VM. Times are therefore noisy; the % compute
+  and the priorities chosen are the signal (gains of a few % are within noise
+  on a busy machine — see the load average in run-info).
+- *Sizes.* MetBench/MetBenchVar use shorter loads and fewer iterations than
+  the paper (run-info.txt); BT-MZ is the proxy (bench/btmz) at the class and
+  mapping listed, SIESTA is the proxy (bench/siesta) with its default
+  schedule. The proxies reproduce the load shape, not the codes.
+- *BT-MZ's mapping.* NPB-MZ's bin-packing rule balances class A on 4 ranks to
+  within 2 % (btmz-layout-binpack.json), so it cannot produce the paper's
+  Table V imbalance; whole rows of zones per rank (cells 13:21:36:58) give
+  the paper's shape (17.6/29.9/66.1/99.9 %), and that mapping is run.
+- *The SMT model.* hpcd and the simulator apply the same policy core and the
+  same SMT model; where the real runs lose, compare them with the simulator's
+  column: a static or dynamic priority that the model says slows the pair
+  down (BT-MZ's second-heaviest rank shares its core with the heaviest) loses
+  here too, while the paper's POWER5 gained from it.
+- *SIESTA's gain.* In the paper it comes from wake-up latency (SCHED_HPC
+  preempts CFS tasks); here from hpcd's cgroup weight over the ordinary
+  background processes (siesta-noise) while the ranks sleep in their waits.
+  Its size depends on how much background there is (SIESTA_NOISE); the
+  paper's 6 % is its machine's background. The simulator has no latency in
+  its model: it only sees each SCF iteration's imbalance, which drifts too
+  fast for the heuristics, so it predicts no balance gain.
+- *Static priorities* are the paper's (Tables III-V) for MetBench, MetBenchVar
+  and BT-MZ; for SIESTA the simulator's best constant priorities.
+""")
+    return a
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--tables", help="the paper's tables (paper-tables.json)")
+    ap.add_argument("--spec", nargs=2, metavar=("PROGRAM", "JSON"),
+                    help="print the hpcsim workload spec of btmz --layout or siesta-proxy --schedule")
+    a = ap.parse_args()
+    if a.spec:
+        kind, path = a.spec
+        if kind not in ("btmz", "siesta"):
+            ap.error("--spec takes btmz or siesta")
+        try:
+            with open(path) as f:
+                src = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit("report.py: cannot read %s: %s" % (path, e))
+        print(json.dumps(spec_btmz(src) if kind == "btmz" else spec_siesta(src)))
+        return
+    if not a.out or not a.tables:
+        ap.error("give OUT_DIR and --tables")
+    try:
+        with open(a.tables) as f:
+            paper = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("report.py: cannot read the paper's tables %s: %s" % (a.tables, e))
+    lines = ["# hpcsched: reproduction of the paper's evaluation\n",
+             "Boneti et al., *A Dynamic Scheduler for Balancing HPC Applications* (SC'08), "
+             "Tables III-VI and Figures 3-6, on this machine. Paper numbers from "
+             "`shared/reference/paper-tables.json` (%s).\n" % paper.get("source", "")]
+    for name in ("run-info.txt", "backends.txt"):
+        p = os.path.join(a.out, name)
+        if os.path.exists(p):
+            lines.append("### %s\n" % ("Run" if name == "run-info.txt" else "Backends"))
+            with open(p) as f:
+                lines += ["- " + l.rstrip() for l in f if l.strip()]
+            lines.append("")
+    notes = {}
+    for prog, key, table, title, ways, base_way in PROGRAMS:
+        program_section(a.out, prog, key, table, title, ways, base_way, paper, lines, notes)
+    if not notes:
+        sys.exit("report.py: no program results in " + a.out)
+    lines += analysis(a.out, notes, paper)
+    path = os.path.join(a.out, "report.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("report: " + path)
+    for prog in notes:
+        print("  %s: %s-timeline.png %s" % (prog, prog, "" if not os.path.exists(
+            os.path.join(a.out, prog + "-priorities.png")) else prog + "-priorities.png"))
+
+
+if __name__ == "__main__":
+    main()
