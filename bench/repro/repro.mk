@@ -4,7 +4,7 @@
 #   make reproduce     MetBench, MetBenchVar, BT-MZ (class A) and SIESTA
 #                      proxies: baseline, static priorities, Uniform, Adaptive
 #                      under hpcd, the simulator's view, and a report
-#                      (Markdown + PNG) in $(REPRO_DIR); as root, ~15-30 min
+#                      (Markdown + PNG) in $(REPRO_DIR); as root, ~7 min here
 #   make check-repro   the proxies' structure: zone sizes, mapping,
 #                      verification value, message pattern (no timing)
 
