@@ -858,12 +858,12 @@ json scx_tasks(const Opts &o)
 
 int scx_get(const Opts &o)
 {
+	const auto known = scx_knobs();
+	if (!o.key.empty() && std::find(known.begin(), known.end(), o.key) == known.end())
+		fail(kBadSetting, unknown_key(o.key, known));
 	scx_need_loaded();
 	json p = scx_json(o, {"--stats-once", "--json"})["params"];
-	const auto known = scx_knobs();
 	if (!o.key.empty()) {
-		if (std::find(known.begin(), known.end(), o.key) == known.end())
-			fail(kBadSetting, unknown_key(o.key, known));
 		const json &v = p[o.key];
 		std::cout << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
 		return kOk;

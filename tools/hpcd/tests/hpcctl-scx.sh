@@ -57,6 +57,8 @@ expect "run --set max_prio=7 (emulation's range 1..6): exit 2" 2 "backend's rang
 expect "run --set global_weight=50 --set last_weight=60: exit 2" 2 "must be 100" H run --set global_weight=50 --set last_weight=60 -- true
 expect "run --set noequals: exit 2" 2 "expected KEY=VALUE" H run --set noequals -- true
 expect "set bogus=1: exit 2" 2 "unknown parameter 'bogus'" H set bogus=1
+expect "get bogus: exit 2" 2 "unknown parameter 'bogus'" H get bogus
+expect "run --membind 99: exit 64, names the node" 64 "NUMA node 99 does not exist" H run --membind 99 -- true
 check_nolog() { if [ ! -e "$HPCCTL_SCX_LOG" ]; then ok "hpcctl scx: refusals started nothing"; else nok "hpcctl scx: refusals started nothing" "$(cat "$HPCCTL_SCX_LOG")"; fi; }
 check_nolog
 
