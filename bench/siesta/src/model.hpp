@@ -28,8 +28,8 @@ struct Params {
 	// Mean share per rank (the static part of the imbalance); empty: the
 	// default shape 1, 0.55, 0.3, 0.2 (repeated for more ranks).
 	std::vector<double> shares;
-	double phase_sigma = 0.5;         // log-normal sigma of one phase's length
-	double drift_sigma = 0.25;        // per-iteration log step of a rank's share
+	double phase_sigma = 0.3;         // log-normal sigma of one phase's length
+	double drift_sigma = 0.15;        // per-iteration log step of a rank's share
 	double drift_pull = 0.3;          // pull of the share back to its mean (0..1)
 	int msg_min = 64, msg_max = 4096; // bytes, uniform in log2 steps
 	uint64_t seed = 1;
