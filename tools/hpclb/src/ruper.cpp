@@ -84,7 +84,7 @@ double RuperTask::report(size_t w, uint64_t done, double now, bool guess)
 }
 
 // checkPoint (Figure 3, left).
-double RuperTask::checkpoint(double now)
+double RuperTask::checkpoint(double now, bool force)
 {
 	last_checkpoint_ = now;
 	checkpoints_++;
@@ -110,7 +110,7 @@ double RuperTask::checkpoint(double now)
 	if (!(speed > 0))
 		return remaining_ = INFINITY; // nothing measured yet: no basis to move work
 	remaining_ = std::max(0.0, (static_cast<double>(to_do_) - pred) / speed);
-	if (remaining_ <= p_.threshold)
+	if (remaining_ <= p_.threshold && !force)
 		return remaining_;
 	// Re-assign what is left to the active workers by speed factor.
 	uint64_t fixed = 0;

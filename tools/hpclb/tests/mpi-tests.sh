@@ -52,6 +52,28 @@ if [ $rc -eq 0 ] && [ "$units" = "32 3" ]; then
 else
 	nok "example: exit $rc, units/ranks $units" "$tmp/ex"
 fi
+# RUPER-LB at thread and MPI level: the job ends, every sample is run (a
+# few more may run between a report and its answer), the estimate is pi.
+for np in 2 3; do
+	timeout -k 5 120 mpirun $root --oversubscribe -np $np "$build/tools/hpclb/hpclb-montecarlo" \
+		--samples 10000000 --threads 2 --slow 1:4 >"$tmp/mc$np" 2>&1
+	rc=$?
+	got=$(sed -n 's/^samples \([0-9]*\) of .*/\1/p' "$tmp/mc$np")
+	pi=$(sed -n 's/^pi //p' "$tmp/mc$np")
+	split=$(sed -n 's/^rank \([0-9]*\): \([0-9]*\) samples.*/\1:\2/p' "$tmp/mc$np" | sort | tr '\n' ' ')
+	if [ $rc -eq 0 ] && [ -n "$got" ] && [ "$got" -ge 10000000 ] &&
+		awk -v p="$pi" 'BEGIN {exit !(p > 3.13 && p < 3.153)}'; then
+		ok "montecarlo $np ranks x 2 threads: $got samples of 10000000 (by rank $split), pi $pi"
+	else
+		nok "montecarlo $np ranks: exit $rc, $got samples, pi $pi" "$tmp/mc$np"
+	fi
+done
+timeout -k 5 60 mpirun $root --oversubscribe -np 2 "$build/tools/hpclb/hpclb-montecarlo" --threads 0 >"$tmp/mcbad" 2>&1
+if [ $? -eq 2 ] && grep -q "bad arguments" "$tmp/mcbad"; then
+	ok "montecarlo refuses bad arguments"
+else
+	nok "montecarlo bad arguments" "$tmp/mcbad"
+fi
 # Without balancing nothing moves.
 if [ "$(blocks "$tmp/none2")" = "128 128" ] && ! grep -qv " 0 moves$" <(grep '^lb step' "$tmp/none2"); then
 	ok "mode none moves nothing"

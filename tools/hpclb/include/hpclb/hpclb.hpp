@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -226,8 +227,12 @@ public:
 	// max_deviation). `guess`: the value is a prediction (MPI level, §2.2).
 	double report(size_t w, uint64_t done, double now, bool guess = false);
 	// checkPoint: redistribute the remaining iterations by speed; returns
-	// the predicted remaining time (s).
-	double checkpoint(double now);
+	// the predicted remaining time (s). `force`: redistribute even below the
+	// threshold (after the task's iteration count changed).
+	double checkpoint(double now, bool force = false);
+	// The remaining time predicted by the last checkpoint (infinite before
+	// any, or while no speed is known).
+	double remaining() const { return remaining_; }
 	// A worker asks to finish.
 	FinishAnswer request_finish(size_t w, double now);
 	bool finished() const;
@@ -243,7 +248,7 @@ private:
 	RuperParams p_;
 	double start_, last_checkpoint_;
 	size_t checkpoints_ = 0;
-	double remaining_ = 0;
+	double remaining_ = std::numeric_limits<double>::infinity();
 };
 
 // --------------------------------------------------------------- monitors ----

@@ -66,6 +66,23 @@ int hpclb_mpi_exchange(hpclb_ctx *c, hpclb_get_fn get, hpclb_put_fn put, void *a
 /* The communicator the library uses (the duplicate). */
 MPI_Comm hpclb_mpi_comm(const hpclb_ctx *c);
 
+/* RUPER-LB at thread and MPI level (collective; MPI initialised with at
+ * least MPI_THREAD_FUNNELED: only the calling thread uses MPI). `iterations`
+ * iterations are split over `threads` threads on every rank of comm; each
+ * thread calls fn(count, thread, arg) to run `count` iterations (at most
+ * `chunk` at a time). Threads report to their rank's task; the calling
+ * thread is the rank's monitor: it reports the predicted iterations done to
+ * rank 0 (§2.2), which re-assigns the remaining iterations by speed at its
+ * checkpoints until the predicted remaining time is below the threshold,
+ * then freezes the assignment. On return, *done_here is what this rank ran
+ * and *done_total (all ranks) is >= iterations; it exceeds it only by what
+ * ran between a report and its answer. Returns 0, or -1 (bad input, same on
+ * all ranks). */
+typedef void (*hpclb_iter_fn)(uint64_t count, int thread, void *arg);
+int hpclb_ruper_mpi_run(MPI_Comm comm, uint64_t iterations, int threads, uint64_t chunk,
+			const hpclb_ruper_params *p, hpclb_iter_fn fn, void *arg,
+			uint64_t *done_here, uint64_t *done_total);
+
 #ifdef __cplusplus
 }
 #endif
