@@ -46,7 +46,7 @@ uint64_t RuperTask::start(size_t w, double now)
 
 // Report (Figure 2, left) with addMeasure (Figure 2, right; Figure 3, right
 // for a guess worker).
-double RuperTask::report(size_t w, uint64_t done, double now, bool guess)
+double RuperTask::report(size_t w, uint64_t done, double now, bool guess, bool idle)
 {
 	auto &k = w_.at(w);
 	if (!k.started || k.finished)
@@ -69,6 +69,8 @@ double RuperTask::report(size_t w, uint64_t done, double now, bool guess)
 	else
 		v = (static_cast<double>(done) - static_cast<double>(k.done)) / dt;
 	v = std::max(0.0, v);
+	if (idle && prev > 0)
+		v = prev;
 	k.speeds.push_back(v);
 	k.done = done;
 	k.last_report = now;

@@ -164,12 +164,16 @@ extern "C" int hpclb_ruper_mpi_run(MPI_Comm comm_in, uint64_t iterations, int th
 			G->start(static_cast<size_t>(r), now);
 		} else if (!frozen && now > w.last_report) {
 			next = G->report(static_cast<size_t>(r), static_cast<uint64_t>(d), now,
-					 true);
+					 true, kind == kFinish);
 			if (kind == kFinish)
 				G->checkpoint(now);
 		}
-		if (!frozen && G->checkpoints() > 0 && G->remaining() <= p.threshold)
-			frozen = true; // the assignment is final from now on
+		if (!frozen && G->checkpoints() > 0 && G->remaining() <= p.threshold) {
+			// The remaining time is below the threshold *if* the rest is
+			// split by speed: split it so, once more, and freeze it.
+			G->checkpoint(now, true);
+			frozen = true;
+		}
 		Reply rep{G->assigned(static_cast<size_t>(r)), next, frozen ? 1 : 0, 0};
 		if (std::getenv("HPCLB_DEBUG"))
 			std::fprintf(stderr,

@@ -106,6 +106,18 @@ TEST(Ruper, GuessWorkerCorrectsItsSpeed)
 	EXPECT_DOUBLE_EQ(t.workers()[0].speed(), 150);
 }
 
+TEST(Ruper, IdleReportKeepsTheSpeed)
+{
+	RuperTask t(1000, 1, params(0), 0);
+	t.start(0, 0);
+	t.report(0, 100, 1);              // 100/s
+	t.report(0, 120, 2, false, true); // ran out of work: still 100/s
+	EXPECT_DOUBLE_EQ(t.workers()[0].speed(), 100);
+	EXPECT_EQ(t.workers()[0].done, 120u);
+	t.report(0, 150, 3); // a real measure again: 30/s
+	EXPECT_DOUBLE_EQ(t.workers()[0].speed(), 30);
+}
+
 TEST(Ruper, BadInput)
 {
 	EXPECT_THROW(RuperTask(10, 0, params(0), 0), Error);

@@ -225,7 +225,9 @@ public:
 	// report(): stores the speed measure and returns the suggested time until
 	// the next report (shorter when the speed changed by more than
 	// max_deviation). `guess`: the value is a prediction (MPI level, §2.2).
-	double report(size_t w, uint64_t done, double now, bool guess = false);
+	// `idle`: the worker ran out of work before `now` (a finish request):
+	// the count is stored but the speed measured while it worked is kept.
+	double report(size_t w, uint64_t done, double now, bool guess = false, bool idle = false);
 	// checkPoint: redistribute the remaining iterations by speed; returns
 	// the predicted remaining time (s). `force`: redistribute even below the
 	// threshold (after the task's iteration count changed).
