@@ -17,8 +17,8 @@ build=${1:?usage: compare.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: compare.sh BUILD_DIR OUT_DIR}
 cl=$top/tools/hpclb/cluster/hpclb-cluster
 app=$build/tools/hpclb/hpclb-stencil2d
-reps=${BENCH_HPCLB_REPEAT:-2} quota=${BENCH_QUOTA:-50} at=${BENCH_INTERF_AT:-4}
-iters=${BENCH_STENCIL_ITERS:-200} n=${BENCH_STENCIL_N:-1024}
+reps=${BENCH_HPCLB_REPEAT:-2} quota=${BENCH_QUOTA:-50} at=${BENCH_INTERF_AT:-2}
+iters=${BENCH_STENCIL_ITERS:-300} n=${BENCH_STENCIL_N:-1024}
 [ -x "$app" ] || { echo "bench-hpclb: $app is not built" >&2; exit 1; }
 name=hbench
 mkdir -p "$out"
@@ -48,6 +48,36 @@ for r in $(seq "$reps"); do
 				wait "$bpid" || true
 				[ -s "$f.busy" ] && kill "$(cat "$f.busy")" 2>/dev/null || true
 				echo "interference $(awk -v s="$start" -v a="$at" 'BEGIN {printf "%.3f", s + a}')" >>"$f"
+			fi
+			printf ' %s/%s' "$cond" "$m"
+		done
+	done
+	echo
+done
+# RUPER-LB: Monte-Carlo (2 threads per node), static split vs RUPER-LB.
+mc=$build/tools/hpclb/hpclb-montecarlo
+samples=${BENCH_MC_SAMPLES:-40000000}
+echo "== libhpclb: Monte-Carlo, $samples samples, 2 nodes x 2 threads; $reps round(s)"
+for r in $(seq "$reps"); do
+	printf 'round %d/%d:' "$r" "$reps"
+	for cond in hetero interf both; do
+		for m in static ruper; do
+			"$cl" quota 1 100 $name
+			case $cond in hetero | both) "$cl" quota 1 "$quota" $name ;; esac
+			f=$out/mc-$cond-$m-$r.txt
+			: >"$f"
+			bpid=
+			case $cond in interf | both)
+				(sleep "$at"; "$cl" busy 1 600 $name >"$f.busy") &
+				bpid=$!
+				;;
+			esac
+			timeout -k 5 600 "$cl" mpirun $name -- -np 2 "$mc" --samples "$samples" --threads 2 \
+				$([ $m = static ] && echo --no-lb) >>"$f" 2>&1 ||
+				{ echo; cat "$f" >&2; echo "bench-hpclb: montecarlo $cond/$m failed" >&2; exit 1; }
+			if [ -n "$bpid" ]; then
+				wait "$bpid" || true
+				[ -s "$f.busy" ] && kill "$(cat "$f.busy")" 2>/dev/null || true
 			fi
 			printf ' %s/%s' "$cond" "$m"
 		done

@@ -67,8 +67,39 @@ def main():
             rc = (f"{statistics.median(recover):.0f}" if recover else "never") \
                 if cond != "hetero" else "-"
             print(f"{cond:9} {m:10} {t:8.2f} {100 * gain:6.1f}% {pct:8.0f}% {rs:>11} {rc:>16}")
+    montecarlo(out, a.rounds, nominal)
     print("(theoretical gain: node 1 at nominal speed %.2f / 0.50 / %.2f of node 0 for hetero / "
           "interf / both; interference gains count only after it starts)" % (q, q * 0.5))
+
+
+def montecarlo(out, rounds, nominal):
+    print()
+    print(f"{'condition':9} {'method':10} {'time s':>8} {'gain':>7} {'% theory':>9} "
+          f"{'samples run / asked':>20}")
+    for cond in ("hetero", "interf", "both"):
+        s1 = nominal[cond]
+        theory = 1 - 2 * s1 / (1 + s1)
+        base = None
+        for m in ("static", "ruper"):
+            times, extra = [], []
+            for r in range(1, rounds + 1):
+                p = out / f"mc-{cond}-{m}-{r}.txt"
+                if not p.exists():
+                    continue
+                txt = p.read_text()
+                t = re.search(r"^time ([\d.]+) s", txt, re.M)
+                sm = re.search(r"^samples (\d+) of (\d+)", txt, re.M)
+                if t and sm:
+                    times.append(float(t.group(1)))
+                    extra.append(int(sm.group(1)) / int(sm.group(2)))
+            if not times:
+                continue
+            t = statistics.median(times)
+            if m == "static":
+                base = t
+            gain = 1 - t / base if base else 0
+            print(f"{cond:9} {m:10} {t:8.2f} {100 * gain:6.1f}% {100 * gain / theory:8.0f}% "
+                  f"{statistics.median(extra):20.3f}")
 
 
 if __name__ == "__main__":
