@@ -6,7 +6,10 @@
 // The result does not depend on where blocks run: the checksum (block sums
 // added in block order on rank 0) is the same with and without balancing.
 //
-// usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K]
+// --kernel wave runs Wave2D instead (u' = 2u - u_prev + c^2 lap u, a bump
+// at rest in the middle, edges at 0): a block then carries two time levels.
+//
+// usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K] [--kernel jacobi|wave]
 //        [--mode none|refine|container] [--slow RANK:FACTOR] [--die-at ITER]
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
@@ -25,10 +28,13 @@
 namespace
 {
 struct Block {
-	std::vector<double> a, b; // (s+2) x (s+2), halo included
+	std::vector<double> a, b;   // (s+2) x (s+2), halo included
+	std::vector<double> prev;   // wave: the previous time step
+	std::vector<double> packed; // what a move sends (a, then prev for the wave)
 	double load = 0;
 };
 int S = 32, B = 8; // block side, blocks per side
+bool wave = false; // --kernel wave: Wave2D instead of the Jacobi stencil
 int idx(int i, int j)
 {
 	return i * (S + 2) + j;
@@ -38,15 +44,20 @@ const void *get_block(int64_t id, size_t *len, void *arg)
 {
 	auto &blocks = *static_cast<std::map<int, Block> *>(arg);
 	auto &bl = blocks.at(static_cast<int>(id));
-	*len = bl.a.size() * sizeof(double);
-	return bl.a.data();
+	bl.packed = bl.a;
+	bl.packed.insert(bl.packed.end(), bl.prev.begin(), bl.prev.end());
+	*len = bl.packed.size() * sizeof(double);
+	return bl.packed.data();
 }
 void put_block(int64_t id, const void *buf, size_t len, void *arg)
 {
 	auto &blocks = *static_cast<std::map<int, Block> *>(arg);
 	Block bl;
-	bl.a.resize(len / sizeof(double));
-	std::memcpy(bl.a.data(), buf, len);
+	const size_t n = len / sizeof(double), cells = static_cast<size_t>((S + 2) * (S + 2));
+	const auto *d = static_cast<const double *>(buf);
+	bl.a.assign(d, d + cells);
+	if (n == 2 * cells)
+		bl.prev.assign(d + cells, d + n);
 	bl.b = bl.a;
 	blocks[static_cast<int>(id)] = std::move(bl);
 }
@@ -60,6 +71,7 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	int n = 256, iters = 100, every = 10, mode = HPCLB_MODE_REFINE, slow_rank = -1, die_at = -1;
 	double slow = 1;
+	bool bad_kernel = false;
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
 		auto val = [&]() -> std::string {
@@ -79,7 +91,12 @@ int main(int argc, char **argv)
 			iters = std::atoi(val().c_str());
 		else if (a == "--lb-every")
 			every = std::atoi(val().c_str());
-		else if (a == "--die-at")
+		else if (a == "--kernel") {
+			std::string k = val();
+			wave = k == "wave";
+			if (k != "wave" && k != "jacobi")
+				bad_kernel = true;
+		} else if (a == "--die-at")
 			die_at = std::atoi(val().c_str());
 		else if (a == "--slow") {
 			std::string v = val();
@@ -95,9 +112,11 @@ int main(int argc, char **argv)
 			mode = -2;
 		}
 	}
-	if (n < 4 || B < 1 || n % B || iters < 1 || every < 1 || mode < 0 || slow_rank < -1) {
+	if (n < 4 || B < 1 || n % B || iters < 1 || every < 1 || mode < 0 || slow_rank < -1 ||
+	    bad_kernel) {
 		if (!rank)
-			std::fprintf(stderr, "stencil2d: bad arguments (N divisible by B, mode "
+			std::fprintf(stderr, "stencil2d: bad arguments (N divisible by B, kernel "
+					     "jacobi|wave, mode "
 					     "none|refine|container, --slow RANK:FACTOR>=1)\n");
 		MPI_Finalize();
 		return 2;
@@ -123,9 +142,19 @@ int main(int argc, char **argv)
 		if (owner[b] == rank) {
 			Block bl;
 			bl.a.assign(static_cast<size_t>((S + 2) * (S + 2)), 0.0);
-			if (b / B == 0) // the grid's top edge is held at 1
+			if (wave) {
+				// A bump in the middle of the grid, at rest; edges held at 0.
+				for (int i = 1; i <= S; i++)
+					for (int j = 1; j <= S; j++) {
+						double x = ((b / B) * S + i - 0.5) / n - 0.5,
+						       y = ((b % B) * S + j - 0.5) / n - 0.5;
+						bl.a[idx(i, j)] = std::exp(-200 * (x * x + y * y));
+					}
+				bl.prev = bl.a;
+			} else if (b / B == 0) { // the grid's top edge is held at 1
 				for (int j = 0; j < S + 2; j++)
 					bl.a[idx(0, j)] = 1.0;
+			}
 			bl.b = bl.a;
 			blocks[b] = std::move(bl);
 		}
@@ -206,19 +235,30 @@ int main(int argc, char **argv)
 			int reps = rank == slow_rank ? static_cast<int>(std::lround(slow)) : 1;
 			for (int r = 0; r < reps; r++)
 				for (int i = 1; i <= S; i++)
-					for (int j = 1; j <= S; j++)
+					for (int j = 1; j <= S; j++) {
+						const double nb =
+							bl.a[idx(i - 1, j)] + bl.a[idx(i + 1, j)] +
+							bl.a[idx(i, j - 1)] + bl.a[idx(i, j + 1)];
+						// Wave2D: u' = 2u - u_prev + c^2 (lap u), c^2 = 0.2
 						bl.b[idx(i, j)] =
-							0.25 *
-							(bl.a[idx(i - 1, j)] + bl.a[idx(i + 1, j)] +
-							 bl.a[idx(i, j - 1)] + bl.a[idx(i, j + 1)]);
+							wave ? 2 * bl.a[idx(i, j)] -
+									bl.prev[idx(i, j)] +
+									0.2 * (nb -
+									       4 * bl.a[idx(i, j)])
+							     : 0.25 * nb;
+					}
 			for (int i = 1; i <= S; i++)
-				for (int j = 1; j <= S; j++)
+				for (int j = 1; j <= S; j++) {
+					if (wave)
+						bl.prev[idx(i, j)] = bl.a[idx(i, j)];
 					bl.a[idx(i, j)] = bl.b[idx(i, j)];
+				}
 			bl.load += MPI_Wtime() - c0;
 		}
 		if (it % every == 0 && it < iters) {
 			for (auto &[b, bl] : blocks) {
-				hpclb_mpi_unit(lb, b, bl.load, bl.a.size() * sizeof(double));
+				hpclb_mpi_unit(lb, b, bl.load,
+					       (bl.a.size() + bl.prev.size()) * sizeof(double));
 				bl.load = 0;
 			}
 			double ib = 1, ia = 1;

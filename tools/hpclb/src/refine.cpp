@@ -71,35 +71,50 @@ RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tas
 	}
 	for (size_t p = 0; p < P; p++)
 		r.load[p] += vcpus[p].background * vcpus[p].freq;
-	double sum = 0, mx = 0;
-	for (double l : r.load) {
-		sum += l;
-		mx = std::max(mx, l);
+	double sum = 0, fsum = 0;
+	for (size_t p = 0; p < P; p++) {
+		sum += r.load[p];
+		fsum += vcpus[p].freq;
 	}
 	r.avg = sum / static_cast<double>(P); // Eq. 1
-	r.imbalance_before = r.avg > 0 ? mx / r.avg : 1;
+	// Each VCPU's share of the ticks: Tk_avg scaled by its speed,
+	// Tk_avg * f_p / mean(f). With equal speeds this is Tk_avg, the paper's
+	// test; with different speeds, equal ticks would take a slow VCPU longer,
+	// so the share that takes every VCPU the same time is the one balanced
+	// ("balancing load across heterogeneous configuration", §IV).
+	std::vector<double> target(P);
+	for (size_t p = 0; p < P; p++)
+		target[p] = sum * vcpus[p].freq / fsum;
+	// max/avg of the time each VCPU needs for its ticks.
+	auto imbalance = [&] {
+		double mx = 0;
+		for (size_t p = 0; p < P; p++)
+			mx = std::max(mx, r.load[p] / vcpus[p].freq);
+		return sum > 0 ? mx / (sum / fsum) : 1.0;
+	};
+	r.imbalance_before = imbalance();
 	const double slack = 1e-12 * std::max(1.0, r.avg);
 
-	// Lines 2-9: overHeap (ordered by load, most loaded first; ties: lower
-	// VCPU first) and underSet (ordered by load, least loaded first).
-	auto heavy = [&](size_t p) { return r.load[p] - r.avg > epsilon; };
-	auto light = [&](size_t p) { return r.avg - r.load[p] > epsilon; };
+	// Lines 2-9: overHeap (most above its share first; ties: lower VCPU
+	// first) and underSet (most room below its share first).
+	auto heavy = [&](size_t p) { return r.load[p] - target[p] > epsilon; };
+	auto light = [&](size_t p) { return target[p] - r.load[p] > epsilon; };
 	std::set<std::pair<double, size_t>> over, under;
 	for (size_t p = 0; p < P; p++) {
 		if (heavy(p))
-			over.insert({-r.load[p], p});
+			over.insert({target[p] - r.load[p], p});
 		else if (light(p))
-			under.insert({r.load[p], p});
+			under.insert({r.load[p] - target[p], p});
 	}
 	// Lines 10-15.
 	while (!over.empty() && !under.empty()) {
 		size_t donor = over.begin()->second; // deleteMaxHeap
 		over.erase(over.begin());
-		// getBestCoreAndTask: the largest task on the donor that the least
-		// loaded underloaded VCPU takes without going above Tk_avg (so
-		// no receiver is ever overloaded); that VCPU is bestCore.
-		auto [rload, core] = *under.begin();
-		double room = r.avg - rload + slack;
+		// getBestCoreAndTask: the largest task on the donor that the
+		// underloaded VCPU with the most room takes without going above its
+		// share (so no receiver is ever overloaded); that VCPU is bestCore.
+		auto [neg_room, core] = *under.begin();
+		double room = -neg_room + slack;
 		auto &set = on[donor];
 		auto it = set.upper_bound({room, INT64_MAX, SIZE_MAX});
 		if (it == set.begin())
@@ -115,14 +130,12 @@ RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tas
 		r.load[donor] -= ticks[task];
 		r.load[core] += ticks[task];
 		if (heavy(donor))
-			over.insert({-r.load[donor], donor});
+			over.insert({target[donor] - r.load[donor], donor});
 		if (light(core))
-			under.insert({r.load[core], core});
+			under.insert({r.load[core] - target[core], core});
 	}
-	mx = 0;
-	for (double l : r.load)
-		mx = std::max(mx, l);
-	r.imbalance_after = r.avg > 0 ? mx / r.avg : 1;
+	r.target = target;
+	r.imbalance_after = imbalance();
 	return r;
 }
 

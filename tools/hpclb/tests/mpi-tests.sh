@@ -74,6 +74,19 @@ if [ $? -eq 2 ] && grep -q "bad arguments" "$tmp/mcbad"; then
 else
 	nok "montecarlo bad arguments" "$tmp/mcbad"
 fi
+# Wave2D (two time levels per block): the same result wherever blocks run.
+timeout -k 5 120 mpirun $root --oversubscribe -np 3 "$app" --kernel wave --n 512 --blocks 16 \
+	--iters 60 --lb-every 10 --mode none --slow 0:4 >"$tmp/wnone" 2>&1
+timeout -k 5 120 mpirun $root --oversubscribe -np 3 "$app" --kernel wave --n 512 --blocks 16 \
+	--iters 60 --lb-every 10 --mode refine --slow 0:4 >"$tmp/wref" 2>&1
+rc=$?
+wmoves=$(awk '/^lb step/ {m += $(NF-1)} END {print m + 0}' "$tmp/wref")
+if [ $rc -eq 0 ] && [ -n "$(sum "$tmp/wnone")" ] && [ "$(sum "$tmp/wref")" = "$(sum "$tmp/wnone")" ] &&
+	[ "$wmoves" -gt 0 ] && [ "$(sum "$tmp/wnone")" != "$(sum "$tmp/none2")" ]; then
+	ok "wave2d 3 ranks, refine: $wmoves moves, checksum $(sum "$tmp/wref") as without balancing"
+else
+	nok "wave2d: exit $rc, $wmoves moves, checksum $(sum "$tmp/wref") vs $(sum "$tmp/wnone")" "$tmp/wref"
+fi
 # Without balancing nothing moves.
 if [ "$(blocks "$tmp/none2")" = "128 128" ] && ! grep -qv " 0 moves$" <(grep '^lb step' "$tmp/none2"); then
 	ok "mode none moves nothing"

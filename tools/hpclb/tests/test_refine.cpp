@@ -23,14 +23,25 @@ TEST(Refine, HandCase)
 
 TEST(Refine, TicksFollowFrequency)
 {
-	// VCPU 0 twice as fast: its 4 tasks of 1 s are 2 ticks each (8 ticks),
-	// Tk_avg = 4: two tasks move to the slow VCPU.
+	// VCPU 0 twice as fast: its 4 tasks of 1 s are 2 ticks each (8 ticks).
+	// Shares by speed: 8 * 2/3 and 8 * 1/3 ticks. One task (2 <= 2.67)
+	// moves; a second would overload VCPU 1 (4 > 2.67): 6 and 2 ticks,
+	// 3 s and 2 s, against 4 s and 0 s before (8/3 s on average).
 	std::vector<Task> t{{1, 1, 0, 0}, {2, 1, 0, 0}, {3, 1, 0, 0}, {4, 1, 0, 0}};
 	auto r = refine({{2, 0}, {1, 0}}, t, 0);
 	EXPECT_DOUBLE_EQ(r.avg, 4);
-	EXPECT_EQ(std::count(r.proc.begin(), r.proc.end(), 1), 2);
-	EXPECT_DOUBLE_EQ(r.load[0], 4);
-	EXPECT_DOUBLE_EQ(r.load[1], 4);
+	EXPECT_NEAR(r.target[0], 16.0 / 3, 1e-12);
+	EXPECT_NEAR(r.target[1], 8.0 / 3, 1e-12);
+	EXPECT_EQ(std::count(r.proc.begin(), r.proc.end(), 1), 1);
+	EXPECT_DOUBLE_EQ(r.load[0], 6);
+	EXPECT_DOUBLE_EQ(r.load[1], 2);
+	EXPECT_NEAR(r.imbalance_before, 4 / (8.0 / 3), 1e-12);
+	EXPECT_NEAR(r.imbalance_after, 3 / (8.0 / 3), 1e-12);
+	// Tasks measured on the slow VCPU keep their ticks (2 s there are 2
+	// ticks): of 6 ticks the fast VCPU's share is 4, two tasks move.
+	auto back = refine({{2, 0}, {1, 0}}, {{1, 2, 1, 0}, {2, 2, 1, 0}, {3, 2, 1, 0}}, 0);
+	EXPECT_EQ(back.moves, 2u);
+	EXPECT_DOUBLE_EQ(back.load[0], 4);
 }
 
 TEST(Refine, BackgroundLoad)
@@ -87,11 +98,11 @@ TEST(Refine, NeverOverloadsAReceiverAndIsDeterministic)
 				received[r.proc[i]] = true;
 		for (size_t p = 0; p < P; p++) {
 			if (received[p]) {
-				EXPECT_LE(r.load[p], r.avg + 1e-9)
+				EXPECT_LE(r.load[p], r.target[p] + 1e-9)
 					<< "receiver " << p << " overloaded";
 			}
-			// Load never grows on a VCPU that was above average.
-			if (before[p] > r.avg) {
+			// Load never grows on a VCPU that was above its share.
+			if (before[p] > r.target[p]) {
 				EXPECT_LE(r.load[p], before[p] + 1e-9);
 			}
 		}

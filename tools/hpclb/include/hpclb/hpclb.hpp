@@ -132,7 +132,8 @@ struct RefineResult {
 	std::vector<int> proc;       // m_i^k, index-aligned with the tasks
 	std::vector<double> load;    // ticks per VCPU after the plan
 	double avg = 0;              // Tk_avg (Eq. 1)
-	double imbalance_before = 0; // max/avg of the ticks before
+	std::vector<double> target;  // each VCPU's share: Tk_avg * f_p / mean(f)
+	double imbalance_before = 0; // max/avg of the VCPUs' times (ticks / f_p) before
 	double imbalance_after = 0;  // max/avg after
 	size_t moves = 0;
 };
