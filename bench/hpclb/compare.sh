@@ -17,8 +17,8 @@ build=${1:?usage: compare.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: compare.sh BUILD_DIR OUT_DIR}
 cl=$top/tools/hpclb/cluster/hpclb-cluster
 app=$build/tools/hpclb/hpclb-stencil2d
-reps=${BENCH_HPCLB_REPEAT:-2} quota=${BENCH_QUOTA:-50} at=${BENCH_INTERF_AT:-2}
-iters=${BENCH_STENCIL_ITERS:-300} n=${BENCH_STENCIL_N:-1024}
+reps=${BENCH_HPCLB_REPEAT:-2} quota=${BENCH_QUOTA:-50} at=${BENCH_INTERF_AT:-3}
+iters=${BENCH_STENCIL_ITERS:-300} n=${BENCH_STENCIL_N:-2048}
 [ -x "$app" ] || { echo "bench-hpclb: $app is not built" >&2; exit 1; }
 name=hbench
 mkdir -p "$out"
@@ -56,7 +56,7 @@ for r in $(seq "$reps"); do
 done
 # RUPER-LB: Monte-Carlo (2 threads per node), static split vs RUPER-LB.
 mc=$build/tools/hpclb/hpclb-montecarlo
-samples=${BENCH_MC_SAMPLES:-40000000}
+samples=${BENCH_MC_SAMPLES:-60000000}
 echo "== libhpclb: Monte-Carlo, $samples samples, 2 nodes x 2 threads; $reps round(s)"
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"

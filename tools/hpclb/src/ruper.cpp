@@ -172,6 +172,20 @@ FinishAnswer RuperTask::request_finish(size_t w, double now)
 		if (k.assigned > k.done)
 			return FinishAnswer::Continue;
 	}
+	// Whatever the prediction, the worker leaves only if what the others
+	// still have to do covers the task: otherwise the rest is split again
+	// (it gets its share) so that no iteration is left undone.
+	uint64_t covered = k.done;
+	for (size_t i = 0; i < w_.size(); i++)
+		if (i != w)
+			covered +=
+				w_[i].finished ? w_[i].done : std::max(w_[i].assigned, w_[i].done);
+	if (covered < to_do_) {
+		checkpoint(now, true);
+		if (k.assigned <= k.done) // nobody else measured: it takes the rest itself
+			k.assigned = k.done + (to_do_ - covered);
+		return FinishAnswer::Continue;
+	}
 	k.finished = true;
 	k.assigned = k.done;
 	return FinishAnswer::Finish;

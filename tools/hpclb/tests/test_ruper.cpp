@@ -106,6 +106,27 @@ TEST(Ruper, GuessWorkerCorrectsItsSpeed)
 	EXPECT_DOUBLE_EQ(t.workers()[0].speed(), 150);
 }
 
+TEST(Ruper, NoIterationIsLeftUndone)
+{
+	// The task grew to 120 (a new MPI-level assignment) and the threshold is
+	// generous: by prediction worker 0 could go (45 left / 150 per s < 1 s),
+	// but the others' assignments cover 100 only: the rest is split again.
+	RuperTask t(100, 2, params(1), 0);
+	t.start(0, 0);
+	t.start(1, 0);
+	t.report(0, 50, 0.5); // 100/s
+	t.report(1, 25, 0.5); // 50/s
+	t.set_iterations(120);
+	EXPECT_EQ(t.request_finish(0, 0.5), FinishAnswer::Continue);
+	EXPECT_EQ(t.assigned(0), 80u); // 50 + 45 * 2/3
+	EXPECT_EQ(t.assigned(1), 40u); // 25 + 45 * 1/3
+	t.report(0, 80, 0.8);
+	t.report(1, 40, 0.8);
+	EXPECT_EQ(t.request_finish(1, 0.8), FinishAnswer::Finish);
+	EXPECT_EQ(t.request_finish(0, 0.8), FinishAnswer::Finish);
+	EXPECT_TRUE(t.finished());
+}
+
 TEST(Ruper, IdleReportKeepsTheSpeed)
 {
 	RuperTask t(1000, 1, params(0), 0);
