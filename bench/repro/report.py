@@ -237,6 +237,11 @@ Reasons for the differences, in order of weight:
   with whatever else runs on this VM. Times are therefore noisy; the % compute
   and the priorities chosen are the signal (gains of a few % are within noise
   on a busy machine — see the load average in run-info).
+- *One run per way.* The ways run once each, one after the other; on a shared
+  VM a burst of other work lands on one of them, and the gain of a single run
+  moves by tens of % from one `make reproduce` to the next
+  (Documentation/reproduction.rst, Limits). `make bench` measures MetBench's
+  gains as medians of several rounds.
 - *Sizes.* MetBench/MetBenchVar use shorter loads and fewer iterations than
   the paper (run-info.txt); BT-MZ is the proxy (bench/btmz) at the class and
   mapping listed, SIESTA is the proxy (bench/siesta) with its default

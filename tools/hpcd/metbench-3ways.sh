@@ -19,6 +19,9 @@
 #        it must take --json and --trace FILE and print/write MetBench's
 #        forms (bench/btmz/btmz, bench/siesta/siesta-proxy do); LOADS,
 #        ITERATIONS, WAIT and SWAP_EVERY are then unused
+#        PROGRAM_OUTPUT=monitor: PROGRAM is any MPI program (the real NPB
+#        BT-MZ, SIESTA ...): it gets no --json/--trace; W.json is made from
+#        libhpcmon's per-rank report (HPCMON_REPORT), and there is no trace
 #        BACKGROUND (a command run during each way, then stopped: e.g.
 #        ordinary processes competing with the ranks)
 # OUT_DIR (default: a temporary directory) keeps, per way, MetBench's JSON
@@ -126,7 +129,22 @@ for way in $ways; do
 		bg=$!
 	fi
 	# "none": the monitor is loaded all the same (nobody reads its datagrams).
-	if [ -n "${PROGRAM:-}" ]; then
+	if [ -n "${PROGRAM:-}" ] && [ "${PROGRAM_OUTPUT:-}" = monitor ]; then
+		# shellcheck disable=SC2086
+		HPCMON_REPORT=$work/$way.monitor.json mpirun --oversubscribe $root --bind-to none \
+			-np "$nworkers" -x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET \
+			-x HPCMON_BLOCKING_WAIT -x HPCMON_REPORT "$mb" ${PROGRAM_ARGS:-} \
+			>"$work/$way.out"
+		python3 - "$work/$way.monitor.json" >"$work/$way.json" <<-'PY'
+			import json, sys
+			m = json.load(open(sys.argv[1]))
+			ranks = [{"rank": r["rank"], "proc": "P%d" % (r["rank"] + 1),
+			          "compute_pct": r["compute_pct"], "compute_s": r["compute_ns"] / 1e9,
+			          "wait_s": r["wait_ns"] / 1e9} for r in m["ranks"]]
+			print(json.dumps({"program": "monitor", "ranks": ranks,
+			                  "total_time_s": max(r["wall_ns"] for r in m["ranks"]) / 1e9}))
+		PY
+	elif [ -n "${PROGRAM:-}" ]; then
 		# shellcheck disable=SC2086
 		mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
 			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \

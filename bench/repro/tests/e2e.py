@@ -177,6 +177,20 @@ env = {"PROGRAM": BTMZ, "PROGRAM_ARGS": "--class S --mapping binpack --steps 150
 rc, out, err = run([ways3, build, os.path.join(tmp, "w3bad")], env=env)
 check(rc == 2 and "STATIC_PRIOS with 4 priorities" in err, "metbench-3ways: static with the wrong "
       "number of priorities is refused", f"rc={rc}\n{err}")
+# Any MPI program (the real BT-MZ would do): W.json from libhpcmon's report.
+d = os.path.join(tmp, "w3mon")
+rc, out, err = run([ways3, build, d], env={"PROGRAM": BTMZ, "PROGRAM_OUTPUT": "monitor",
+                                           "PROGRAM_ARGS": "--class S", "NP": "4", "WAYS": "none"})
+try:
+    mres = json.load(open(os.path.join(d, "none.json")))
+    prog_out = open(os.path.join(d, "none.out")).read()
+except (OSError, ValueError):
+    mres, prog_out = None, ""
+check(rc == 0 and mres and [r["proc"] for r in mres["ranks"]] == ["P1", "P2", "P3", "P4"]
+      and all(0 <= r["compute_pct"] <= 100 for r in mres["ranks"]) and mres["total_time_s"] > 0
+      and "verification: SUCCESSFUL" in prog_out and not os.path.exists(os.path.join(d, "none.csv")),
+      "metbench-3ways PROGRAM_OUTPUT=monitor: per-rank table from libhpcmon, the program's own output",
+      f"rc={rc}\n{out}\n{err}\n{mres}")
 hpcd_ok = all(os.path.exists(os.path.join(build, "tools", p)) for p in
               ("hpcd/hpcd", "hpcd/hpcctl", "hpcmon/libhpcmon.so"))
 if os.geteuid() != 0 or not hpcd_ok:
