@@ -29,7 +29,7 @@ echo "== libhpclb: Stencil2D ${n}x${n}, 256 blocks, $iters iterations, LB every 
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
 	for cond in hetero interf both; do
-		for m in none refine container; do
+		for m in none refine container drum; do
 			"$cl" quota 1 100 $name
 			case $cond in hetero | both) "$cl" quota 1 "$quota" $name ;; esac
 			f=$out/$cond-$m-$r.txt

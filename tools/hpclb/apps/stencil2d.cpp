@@ -10,7 +10,7 @@
 // at rest in the middle, edges at 0): a block then carries two time levels.
 //
 // usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K] [--kernel jacobi|wave]
-//        [--mode none|refine|container] [--slow RANK:FACTOR] [--die-at ITER]
+//        [--mode none|refine|container|drum] [--slow RANK:FACTOR] [--die-at ITER]
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
 #include "hpclb/hpclb_mpi.h"
@@ -107,6 +107,7 @@ int main(int argc, char **argv)
 			mode = m == "none"        ? HPCLB_MODE_NONE
 			       : m == "refine"    ? HPCLB_MODE_REFINE
 			       : m == "container" ? HPCLB_MODE_CONTAINER
+			       : m == "drum"      ? HPCLB_MODE_DRUM
 						  : -1;
 		} else {
 			mode = -2;
@@ -115,9 +116,10 @@ int main(int argc, char **argv)
 	if (n < 4 || B < 1 || n % B || iters < 1 || every < 1 || mode < 0 || slow_rank < -1 ||
 	    bad_kernel) {
 		if (!rank)
-			std::fprintf(stderr, "stencil2d: bad arguments (N divisible by B, kernel "
-					     "jacobi|wave, mode "
-					     "none|refine|container, --slow RANK:FACTOR>=1)\n");
+			std::fprintf(stderr,
+				     "stencil2d: bad arguments (N divisible by B, kernel "
+				     "jacobi|wave, mode "
+				     "none|refine|container|drum, --slow RANK:FACTOR>=1)\n");
 		MPI_Finalize();
 		return 2;
 	}

@@ -29,7 +29,34 @@ struct UnitRec {
 };
 struct RankRec {
 	double freq, background, cpu;
+	// DRUM (§3.2-3.3): b_n, u_n and i_n (CPUs), CAF (packets/s), s (MB/s).
+	double mflops, util, idle, caf, ifspeed;
 };
+
+// Packets in + out on this namespace's interfaces but lo, and the speed of
+// the first one (/sys/class/net/IF/speed, Mb/s; 1000 when unknown), MB/s.
+std::pair<uint64_t, double> net_counters()
+{
+	uint64_t pk = 0;
+	double speed = 0;
+	for (const auto &d : hpclb::read_net_dev()) {
+		if (d.name == "lo")
+			continue;
+		pk += d.rx_packets + d.tx_packets;
+		if (speed == 0) {
+			std::FILE *f =
+				std::fopen(("/sys/class/net/" + d.name + "/speed").c_str(), "r");
+			long mbit = -1;
+			if (f) {
+				if (std::fscanf(f, "%ld", &mbit) != 1)
+					mbit = -1;
+				std::fclose(f);
+			}
+			speed = (mbit > 0 ? static_cast<double>(mbit) : 1000.0) / 8;
+		}
+	}
+	return {pk, speed > 0 ? speed : 125.0};
+}
 
 double cpu_seconds()
 {
@@ -58,7 +85,9 @@ struct hpclb_ctx {
 	std::vector<hpclb_move> moves;
 	std::vector<double> psi_acc; // rank 0: accumulated psi per rank
 	std::vector<int> cpus;
-	double t_last = 0, cpu_last = 0, wait = 0;
+	double t_last = 0, cpu_last = 0, wait = 0, mflops = 0;
+	uint64_t net_last = 0;
+	int steps = 0;
 	bool wait_known = false;
 	hpclb::CpuTimes idle_last;
 };
@@ -72,7 +101,7 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	MPI_Comm_rank(c->comm, &c->rank);
 	MPI_Comm_size(c->comm, &c->size);
 	c->mode = mode;
-	int ok = mode >= HPCLB_MODE_NONE && mode <= HPCLB_MODE_CONTAINER, all = 0;
+	int ok = mode >= HPCLB_MODE_NONE && mode <= HPCLB_MODE_DRUM, all = 0;
 	MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
 	if (!all) {
 		mpi_error = "hpclb_mpi_new: unknown mode " + std::to_string(mode);
@@ -101,6 +130,9 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 				t = MPI_Wtime();
 			}
 			c->freq = static_cast<double>(iters) / (t - t0);
+			// DRUM's static capability: the dense kernel's MFLOPS (§3.2).
+			if (c->mode == HPCLB_MODE_DRUM)
+				c->mflops = hpclb::dense_mflops(160);
 		}
 		MPI_Barrier(c->comm);
 	}
@@ -110,6 +142,7 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	c->t_last = MPI_Wtime();
 	c->cpu_last = cpu_seconds();
 	c->idle_last = hpclb::read_cpu_times(c->cpus);
+	c->net_last = net_counters().first;
 	return c;
 }
 
@@ -207,7 +240,17 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	double task_time = 0;
 	for (const auto &u : c->units)
 		task_time += u.load;
-	RankRec me{c->freq, std::max(0.0, avail - (cpu - c->cpu_last) - t_idle), cpu - c->cpu_last};
+	const auto net = net_counters();
+	const double per = std::max(t_lb, 1e-6);
+	RankRec me{c->freq,
+		   std::max(0.0, avail - (cpu - c->cpu_last) - t_idle),
+		   cpu - c->cpu_last,
+		   c->mflops,
+		   (cpu - c->cpu_last) / per,
+		   t_idle / per,
+		   static_cast<double>(net.first - c->net_last) / per,
+		   net.second};
+	c->net_last = net.first;
 	if (c->wait_known)
 		me.background = hpclb::background_load(t_lb, task_time, c->wait);
 	c->wait = 0;
@@ -279,6 +322,37 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 					if (r.proc[i] != tasks[i].proc)
 						c->moves.push_back(
 							{tasks[i].id, tasks[i].proc, r.proc[i]});
+			} else if (c->mode == HPCLB_MODE_DRUM) {
+				// DRUM's shares (one computing node per rank), turned into
+				// a placement by the refinement: speeds proportional to the
+				// shares and no background (the model already has u + i).
+				std::vector<std::string> names;
+				for (int p = 0; p < c->size; p++)
+					names.push_back("rank" + std::to_string(p));
+				auto tree = hpclb::MachineTree::flat(names);
+				for (int p = 0; p < c->size; p++) {
+					auto &n = tree.node(p + 1);
+					n.mflops = ranks[p].mflops;
+					n.cpu_util = ranks[p].util;
+					n.cpu_idle = ranks[p].idle;
+					n.interfaces = {{"net", ranks[p].ifspeed, ranks[p].caf}};
+				}
+				// w_dynamic: 0 before any monitoring, then up by 0.1 per
+				// step, bounded at 0.5 so the benchmark always counts (§3.3.1).
+				tree.compute({std::min(0.5, 0.1 * c->steps)});
+				std::vector<hpclb::Vcpu> dv;
+				for (int p = 0; p < c->size; p++)
+					dv.push_back(
+						{std::max(1e-9, tree.node(p + 1).share * c->size),
+						 0});
+				auto probe = hpclb::refine(dv, tasks, 0);
+				auto r = hpclb::refine(dv, tasks, c->epsilon * probe.avg);
+				head[2] = r.imbalance_before;
+				head[3] = r.imbalance_after;
+				for (size_t i = 0; i < tasks.size(); i++)
+					if (r.proc[i] != tasks[i].proc)
+						c->moves.push_back(
+							{tasks[i].id, tasks[i].proc, r.proc[i]});
 			} else if (c->mode == HPCLB_MODE_CONTAINER) {
 				std::vector<hpclb::Host> h;
 				for (int p = 0; p < c->size; p++) {
@@ -312,6 +386,7 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 		mpi_error = "hpclb_mpi_step: " + err;
 		return -1;
 	}
+	c->steps++;
 	c->moves.resize(static_cast<size_t>(head[1]));
 	MPI_Bcast(c->moves.data(), static_cast<int>(c->moves.size() * sizeof(hpclb_move)), MPI_BYTE,
 		  0, c->comm);

@@ -28,7 +28,7 @@ blocks() { sed -n 's/^blocks per rank: //p' "$1"; }
 for np in 2 4; do
 	run "$np" "$tmp/none$np" --mode none --slow 0:4
 	ref=$(sum "$tmp/none$np")
-	for m in refine container; do
+	for m in refine container drum; do
 		run "$np" "$tmp/$m$np" --mode "$m" --slow 0:4
 		rc=$?
 		moves=$(awk '/^lb step/ {m += $(NF-1)} END {print m + 0}' "$tmp/$m$np")

@@ -26,6 +26,7 @@ enum hpclb_mode {
 	HPCLB_MODE_NONE = 0,      /* measure and report only */
 	HPCLB_MODE_REFINE = 1,    /* cloud-aware refinement (Algorithm 1) */
 	HPCLB_MODE_CONTAINER = 2, /* container migration plan (Algorithm 2) */
+	HPCLB_MODE_DRUM = 3,      /* DRUM node powers as shares, placed by refinement */
 };
 
 typedef struct hpclb_ctx hpclb_ctx;
