@@ -52,6 +52,22 @@ if [ $rc -eq 0 ] && [ "$units" = "32 3" ]; then
 else
 	nok "example: exit $rc, units/ranks $units" "$tmp/ex"
 fi
+# The example builds as the documentation says, from an installed tree, with
+# pkg-config (hpclb.pc.in with the prefix filled in).
+src=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$tmp/inst/lib/pkgconfig" "$tmp/inst/include"
+cp -r "$src/include/hpclb" "$tmp/inst/include/"
+cp -P "$build"/tools/hpclb/libhpclb.so* "$tmp/inst/lib/"
+sed "s|@HPCLB_PREFIX@|$tmp/inst|" "$src/hpclb.pc.in" >"$tmp/inst/lib/pkgconfig/hpclb.pc"
+if PKG_CONFIG_PATH=$tmp/inst/lib/pkgconfig cc "$src/apps/example.c" \
+	$(PKG_CONFIG_PATH=$tmp/inst/lib/pkgconfig pkg-config --cflags --libs hpclb) -o "$tmp/ex" \
+	>"$tmp/cc" 2>&1 &&
+	LD_LIBRARY_PATH=$tmp/inst/lib timeout -k 5 60 mpirun $root --oversubscribe -x LD_LIBRARY_PATH \
+		-np 2 "$tmp/ex" >"$tmp/ex2" 2>&1 && [ "$(grep -c "units$" "$tmp/ex2")" -eq 2 ]; then
+	ok "the example builds with pkg-config hpclb and runs"
+else
+	nok "the example with pkg-config" "$tmp/cc"
+fi
 # RUPER-LB at thread and MPI level: the job ends, every sample is run (a
 # few more may run between a report and its answer), the estimate is pi.
 for np in 2 3; do
