@@ -16,7 +16,7 @@ CHECK_SUITES += repro
 
 repro-build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target btmz btmz-tests siesta-proxy siesta-noise \
-		siesta-tests
+		siesta-tests hpcd hpcctl hpcmon hpcsim
 
 reproduce: build
 	@bench/repro/reproduce.sh $(BUILD) $(REPRO_DIR)

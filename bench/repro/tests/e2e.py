@@ -218,6 +218,24 @@ else:
           "metbench-3ways PROGRAM=btmz: both ways compute the same values, the background ran beside",
           f"{out}\n{rms}")
 
+# ---- reproduce.sh: bad input changes nothing
+REPRO = os.path.join(top, "bench", "repro", "reproduce.sh")
+dest = os.path.join(tmp, "repro-out")
+rc, out, err = run([REPRO, build, dest], env={"REPRO_PROGRAMS": "metbench lulesh"})
+check(rc == 2 and "unknown program 'lulesh'" in err and not os.path.exists(dest),
+      "reproduce.sh with an unknown program: status 2, nothing created", f"rc={rc}\n{err}")
+rc, out, err = run([REPRO, build, dest], env={"BTMZ_CLASS": "Z"})
+check(rc == 2 and "BTMZ_CLASS" in err and not os.path.exists(dest),
+      "reproduce.sh with an unknown BT-MZ class: status 2, nothing created", f"rc={rc}\n{err}")
+if os.geteuid() == 0:
+    foreign = os.path.join(tmp, "foreign")
+    os.makedirs(foreign)
+    with open(os.path.join(foreign, "keep.txt"), "w") as f:
+        f.write("mine")
+    rc, out, err = run([REPRO, build, foreign])
+    check(rc == 1 and "not removing it" in err and os.listdir(foreign) == ["keep.txt"],
+          "reproduce.sh into a directory it did not make: refused, left as it was", f"rc={rc}\n{err}")
+
 # ---- the report writer: workload specs for the simulator, the report itself
 REPORT = os.path.join(top, "bench", "repro", "report.py")
 SIM = os.path.join(build, "tools", "sim", "hpcsim")
