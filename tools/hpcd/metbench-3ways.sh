@@ -84,10 +84,24 @@ static_prios() {
 				left=1
 			fi
 		done
-		[ "$left" -eq 0 ] && return 0
+		[ "$left" -eq 0 ] && break
 		sleep 0.025
 	done
-	echo "  (static: not every rank was adopted in time: $(cat "$work/static.msg" 2>/dev/null))" >&2
+	if [ "$left" -ne 0 ]; then
+		echo "  (static: not every rank was adopted in time: $(cat "$work/static.msg" 2>/dev/null))" >&2
+		return 0
+	fi
+	# Until hpcd exits: a rank whose logged priority is not its entry
+	# (re-adopted, or the request raced its adoption) gets it again.
+	while kill -0 "$d" 2>/dev/null; do
+		sleep 0.5
+		for r in $(seq 0 $((nworkers - 1))); do
+			read -r pid p < <(awk -v r=$((r + first)) '$2 == "managing" && $7 == "rank" && $8 == r { pid = $3 }
+				$3 == "rank" && $4 == r && $5 == "iteration" { p = $NF } END { print pid, p }' "$log")
+			[ -z "$p" ] || [ "$p" = "${sprio[$r]}" ] ||
+				"$hpcctl" --backend hpcd prio "$pid" "${sprio[$r]}" >/dev/null 2>&1 || true
+		done
+	done
 }
 swap=()
 [ -z "${SWAP_EVERY:-}" ] || swap=(--swap-every "$SWAP_EVERY")
