@@ -74,8 +74,8 @@ int main(int argc, char **argv)
 				data[mv[k].id] = NULL;
 			}
 		if (rank == 0)
-			printf("step %d: imbalance %.2f -> %.2f, %zu moves\n", period, before, after,
-			       n);
+			printf("step %d: imbalance %.2f -> %.2f, %zu moves\n", period, before,
+			       after, n);
 	}
 	int mine = 0;
 	for (int id = 0; id < UNITS; id++)
