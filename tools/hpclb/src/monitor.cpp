@@ -9,6 +9,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <time.h>
+#include <unistd.h>
 
 namespace hpclb
 {
@@ -23,6 +25,12 @@ std::string slurp(const char *path)
 	std::stringstream ss;
 	ss << f.rdbuf();
 	return ss.str();
+}
+
+double now_s()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+		.count();
 }
 } // namespace
 
@@ -120,6 +128,126 @@ double dense_mflops(int n)
 	volatile double sink = a[static_cast<size_t>(n) * n - 1];
 	(void)sink;
 	return 2.0 * n * n * n / 3.0 / std::max(s, 1e-9) / 1e6;
+}
+
+Monitor::Monitor(double period, std::vector<int> cpus, MonitorPaths paths)
+    : period_(period), cpus_(std::move(cpus)), paths_(std::move(paths))
+{
+	if (!(period >= 0.001 && period <= 60))
+		throw Error("monitor period must be in [0.001, 60] s, not " +
+			    std::to_string(period));
+	first_ = last_ = sample(); // bad sources fail here, before any thread
+	mem_min_ = last_.mem;
+	count_ = 1;
+	running_ = true;
+	th_ = std::thread([this] { run(); });
+}
+
+Monitor::~Monitor()
+{
+	stop();
+}
+
+void Monitor::stop()
+{
+	{
+		std::lock_guard l(mu_);
+		stop_ = true;
+	}
+	cv_.notify_all();
+	if (th_.joinable())
+		th_.join();
+}
+
+bool Monitor::running() const
+{
+	std::lock_guard l(mu_);
+	return running_;
+}
+
+size_t Monitor::samples() const
+{
+	std::lock_guard l(mu_);
+	return count_;
+}
+
+bool Monitor::wait_samples(size_t n, double timeout) const
+{
+	std::unique_lock l(mu_);
+	return cv_.wait_for(l, std::chrono::duration<double>(timeout), [&] {
+		return count_ >= n || !running_;
+	}) && count_ >= n;
+}
+
+Monitor::Sample Monitor::sample() const
+{
+	Sample s;
+	s.t = now_s();
+	timespec ts{};
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	s.cpu = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+	s.idle = read_cpu_times(cpus_, slurp(paths_.stat.c_str())).idle_ticks;
+	s.mem = read_mem_available(slurp(paths_.meminfo.c_str()));
+	for (const auto &d : read_net_dev(slurp(paths_.net_dev.c_str())))
+		s.packets[d.name] = d.rx_packets + d.tx_packets;
+	return s;
+}
+
+void Monitor::run()
+{
+	std::unique_lock l(mu_);
+	while (!cv_.wait_for(l, std::chrono::duration<double>(period_), [&] { return stop_; })) {
+		l.unlock();
+		Sample s;
+		std::string err;
+		try {
+			s = sample();
+		} catch (const std::exception &e) {
+			err = e.what();
+		}
+		l.lock();
+		if (!err.empty()) {
+			error_ = "monitor: " + err;
+			break;
+		}
+		last_ = std::move(s);
+		mem_min_ = std::min(mem_min_, last_.mem);
+		count_++;
+		in_window_++;
+		cv_.notify_all();
+	}
+	running_ = false;
+	cv_.notify_all();
+}
+
+MonitorAggregate Monitor::take()
+{
+	std::lock_guard l(mu_);
+	if (!error_.empty())
+		throw Error(error_);
+	if (in_window_ < 2)
+		return prev_;
+	MonitorAggregate a;
+	a.samples = in_window_;
+	a.window = last_.t - first_.t;
+	const double w = std::max(a.window, 1e-9);
+	const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+	a.cpu_util = std::max(0.0, last_.cpu - first_.cpu) / w;
+	a.cpu_idle = static_cast<double>(last_.idle >= first_.idle ? last_.idle - first_.idle : 0) /
+		     hz / w;
+	a.mem_available = last_.mem;
+	a.mem_available_min = mem_min_;
+	for (const auto &[name, pk] : last_.packets) {
+		auto it = first_.packets.find(name);
+		uint64_t before = it == first_.packets.end() ? pk : it->second;
+		a.interfaces.push_back(
+			{name, 0, static_cast<double>(pk >= before ? pk - before : 0) / w});
+	}
+	first_ = last_;
+	in_window_ = 1;
+	mem_min_ = last_.mem;
+	prev_ = a;
+	return a;
 }
 
 } // namespace hpclb

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -31,7 +32,43 @@ struct RankRec {
 	double freq, background, cpu;
 	// DRUM (§3.2-3.3): b_n, u_n and i_n (CPUs), CAF (packets/s), s (MB/s).
 	double mflops, util, idle, caf, ifspeed;
+	double mem;  // MemAvailable (bytes) from the monitor, 0 without one
+	int cores;   // cores of its node (hwloc)
+	int samples; // monitor samples in this period (0: step counters used)
 };
+
+// f_p: the refinement paper's loop (Figure 2) for `seconds` of wall time,
+// iterations / wall time, so a CPU quota's throttling and what other
+// processes take count, as they do for the tasks.
+double measure_speed(double seconds)
+{
+	uint64_t iters = 0;
+	const double t0 = MPI_Wtime();
+	double t = t0;
+	while (t - t0 < seconds) {
+		(void)hpclb::speed_loop(100000);
+		iters += 100000;
+		t = MPI_Wtime();
+	}
+	return static_cast<double>(iters) / (t - t0);
+}
+
+// The name of this rank's computing node: $HPCLB_HOST when set (emulated
+// nodes that share one kernel, e.g. the namespace cluster), else the
+// processor name of the first rank of its shared-memory group
+// (MPI_COMM_TYPE_SHARED), so ranks that share a node share a name.
+std::string host_name(MPI_Comm local)
+{
+	char name[MPI_MAX_PROCESSOR_NAME + 1] = {};
+	if (const char *h = std::getenv("HPCLB_HOST"); h && *h)
+		std::snprintf(name, sizeof name, "%s", h);
+	else {
+		int len = 0;
+		MPI_Get_processor_name(name, &len);
+		MPI_Bcast(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, local);
+	}
+	return name;
+}
 
 // Packets in + out on this namespace's interfaces but lo, and the speed of
 // the first one (/sys/class/net/IF/speed, Mb/s; 1000 when unknown), MB/s.
@@ -90,7 +127,56 @@ struct hpclb_ctx {
 	int steps = 0;
 	bool wait_known = false;
 	hpclb::CpuTimes idle_last;
+	// DRUM over the ranks (rank 0 holds the tree and the mapping).
+	std::string host;
+	int cores = 1;
+	std::unique_ptr<hpclb::MachineTree> tree;
+	std::vector<int> leaf_of_rank;
+	std::unique_ptr<hpclb::Monitor> monitor;
+	double remeasure = 0, speed_scale = 1;
 };
+
+namespace
+{
+// Rank 0 ran `what` (it may throw); every rank learns whether it failed and
+// why. Returns true on success.
+template <class F> bool decided_on_root(hpclb_ctx *c, F what)
+{
+	std::string err;
+	int ok = 1;
+	if (!c->rank) {
+		try {
+			what();
+		} catch (const std::exception &e) {
+			ok = 0;
+			err = e.what();
+		}
+	}
+	MPI_Bcast(&ok, 1, MPI_INT, 0, c->comm);
+	if (ok)
+		return true;
+	int len = static_cast<int>(err.size());
+	MPI_Bcast(&len, 1, MPI_INT, 0, c->comm);
+	err.resize(static_cast<size_t>(len));
+	MPI_Bcast(err.data(), len, MPI_CHAR, 0, c->comm);
+	mpi_error = err;
+	return false;
+}
+
+std::vector<std::string> gather_hosts(hpclb_ctx *c)
+{
+	std::vector<char> mine(MPI_MAX_PROCESSOR_NAME + 1, 0), all;
+	std::snprintf(mine.data(), mine.size(), "%s", c->host.c_str());
+	if (!c->rank)
+		all.resize(mine.size() * static_cast<size_t>(c->size));
+	MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
+		   static_cast<int>(mine.size()), MPI_CHAR, 0, c->comm);
+	std::vector<std::string> out;
+	for (int p = 0; c->rank == 0 && p < c->size; p++)
+		out.emplace_back(&all[mine.size() * static_cast<size_t>(p)]);
+	return out;
+}
+} // namespace
 
 extern "C" {
 
@@ -113,6 +199,7 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	MPI_Comm local;
 	MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
 	MPI_Comm_size(local, &c->local_ranks);
+	c->host = host_name(local);
 	MPI_Comm_free(&local);
 	// f_p from the refinement paper's loop (Figure 2), one rank at a time
 	// (ranks sharing CPUs must not slow each other's measure), over 0.25 s of
@@ -120,16 +207,7 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	// periods) and what other processes take count, as they do for the tasks.
 	for (int p = 0; p < c->size; p++) {
 		if (p == c->rank) {
-			uint64_t iters = 0;
-			const double t0 = MPI_Wtime();
-			double t = t0;
-			while (t - t0 < 0.25) {
-				double f = hpclb::speed_loop(100000);
-				iters += 100000;
-				(void)f;
-				t = MPI_Wtime();
-			}
-			c->freq = static_cast<double>(iters) / (t - t0);
+			c->freq = measure_speed(0.25);
 			// DRUM's static capability: the dense kernel's MFLOPS (§3.2).
 			if (c->mode == HPCLB_MODE_DRUM)
 				c->mflops = hpclb::dense_mflops(160);
@@ -138,6 +216,34 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	}
 	c->psi_acc.assign(static_cast<size_t>(c->size), 0);
 	c->cpus = my_cpus();
+	if (c->mode == HPCLB_MODE_DRUM) {
+		// The discovered tree: one computing node per host name, hwloc
+		// for the cores inside; the monitors start as a thread.
+		std::string err;
+		try {
+			c->cores = hpclb::node_cores();
+			c->monitor = std::make_unique<hpclb::Monitor>(0.1, c->cpus);
+		} catch (const std::exception &e) {
+			err = e.what();
+		}
+		int ok = err.empty(), all_ok = 0;
+		MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm);
+		auto hosts = gather_hosts(c);
+		if (!all_ok || !decided_on_root(c, [&] {
+			    c->tree = std::make_unique<hpclb::MachineTree>(
+				    hpclb::tree_from_hosts(hosts));
+			    c->leaf_of_rank = hpclb::map_ranks(*c->tree, hosts);
+		    })) {
+			mpi_error = "hpclb_mpi_new: " +
+				    (all_ok        ? std::string(hpclb_last_error())
+				     : err.empty() ? "a rank could not start its monitors"
+						   : err);
+			c->monitor.reset();
+			MPI_Comm_free(&c->comm);
+			delete c;
+			return nullptr;
+		}
+	}
 	MPI_Barrier(c->comm);
 	c->t_last = MPI_Wtime();
 	c->cpu_last = cpu_seconds();
@@ -150,6 +256,7 @@ void hpclb_mpi_free(hpclb_ctx *c)
 {
 	if (!c)
 		return;
+	c->monitor.reset(); // stops and joins the monitor thread
 	MPI_Comm_free(&c->comm);
 	delete c;
 }
@@ -175,7 +282,60 @@ int hpclb_mpi_set_speed(hpclb_ctx *c, double f)
 		mpi_error = "speed must be > 0";
 		return -1;
 	}
+	// A later measure (hpclb_mpi_set_remeasure) keeps the same ratio.
+	c->speed_scale *= f / c->freq;
 	c->freq = f;
+	return 0;
+}
+
+int hpclb_mpi_set_remeasure(hpclb_ctx *c, double seconds)
+{
+	if (!(seconds == 0 || (seconds >= 0.001 && seconds <= 10))) {
+		mpi_error = "re-measure time must be 0 (off) or in [0.001, 10] s";
+		return -1;
+	}
+	c->remeasure = seconds;
+	return 0;
+}
+
+int hpclb_mpi_set_monitor_period(hpclb_ctx *c, double seconds)
+{
+	try {
+		auto m = std::make_unique<hpclb::Monitor>(seconds, c->cpus);
+		c->monitor = std::move(m); // the old thread (if any) stops and joins
+	} catch (const std::exception &e) {
+		mpi_error = std::string("hpclb_mpi_set_monitor_period: ") + e.what();
+		return -1;
+	}
+	return 0;
+}
+
+size_t hpclb_mpi_monitor_samples(const hpclb_ctx *c)
+{
+	return c->monitor ? c->monitor->samples() : 0;
+}
+
+int hpclb_mpi_set_machine(hpclb_ctx *c, const char *xml_path)
+{
+	int ok = c->mode == HPCLB_MODE_DRUM && xml_path && *xml_path, all = 0;
+	MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
+	if (!all) {
+		mpi_error = "hpclb_mpi_set_machine: needs DRUM mode and an XML file on every rank";
+		return -1;
+	}
+	auto hosts = gather_hosts(c);
+	std::unique_ptr<hpclb::MachineTree> tree;
+	std::vector<int> leaf;
+	if (!decided_on_root(c, [&] {
+		    tree = std::make_unique<hpclb::MachineTree>(
+			    hpclb::MachineTree::load_xml(xml_path));
+		    leaf = hpclb::map_ranks(*tree, hosts);
+	    })) {
+		mpi_error = std::string("hpclb_mpi_set_machine: ") + hpclb_last_error();
+		return -1;
+	}
+	c->tree = std::move(tree);
+	c->leaf_of_rank = std::move(leaf);
 	return 0;
 }
 
@@ -242,6 +402,10 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 		task_time += u.load;
 	const auto net = net_counters();
 	const double per = std::max(t_lb, 1e-6);
+	// f_p again at every LB period (off by default): every rank at once, as
+	// the application runs.
+	if (c->remeasure > 0)
+		c->freq = measure_speed(c->remeasure) * c->speed_scale;
 	RankRec me{c->freq,
 		   std::max(0.0, avail - (cpu - c->cpu_last) - t_idle),
 		   cpu - c->cpu_last,
@@ -249,7 +413,33 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 		   (cpu - c->cpu_last) / per,
 		   t_idle / per,
 		   static_cast<double>(net.first - c->net_last) / per,
-		   net.second};
+		   net.second,
+		   0,
+		   c->cores,
+		   0};
+	// The monitor thread's aggregates over the period, when it runs: CPU
+	// used by this rank, idle CPUs of its node (this rank's share), memory,
+	// packets of the interfaces but lo.
+	if (c->monitor) {
+		try {
+			auto a = c->monitor->take();
+			if (a.samples >= 2) {
+				me.util = a.cpu_util;
+				me.idle = a.cpu_idle / c->local_ranks;
+				double caf = 0;
+				for (const auto &i : a.interfaces)
+					if (i.name != "lo")
+						caf += i.caf;
+				me.caf = caf;
+				me.mem = static_cast<double>(a.mem_available);
+				me.samples = static_cast<int>(a.samples);
+			}
+		} catch (const std::exception &e) {
+			std::fprintf(stderr, "hpclb: rank %d: %s; step counters used\n", c->rank,
+				     e.what());
+			c->monitor.reset();
+		}
+	}
 	c->net_last = net.first;
 	if (c->wait_known)
 		me.background = hpclb::background_load(t_lb, task_time, c->wait);
@@ -326,25 +516,37 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 				// DRUM's shares (one computing node per rank), turned into
 				// a placement by the refinement: speeds proportional to the
 				// shares and no background (the model already has u + i).
-				std::vector<std::string> names;
-				for (int p = 0; p < c->size; p++)
-					names.push_back("rank" + std::to_string(p));
-				auto tree = hpclb::MachineTree::flat(names);
-				for (int p = 0; p < c->size; p++) {
-					auto &n = tree.node(p + 1);
-					n.mflops = ranks[p].mflops;
-					n.cpu_util = ranks[p].util;
-					n.cpu_idle = ranks[p].idle;
-					n.interfaces = {{"net", ranks[p].ifspeed, ranks[p].caf}};
+				// The machine tree (XML or discovered), its computing
+				// nodes filled from their ranks.
+				auto tree = *c->tree;
+				std::vector<hpclb::RankMeasure> rm;
+				std::vector<int> cores;
+				for (const auto &r : ranks) {
+					rm.push_back({r.mflops, r.util, r.idle, r.caf, r.ifspeed});
+					cores.push_back(r.cores);
 				}
+				hpclb::fill_from_ranks(tree, c->leaf_of_rank, rm, cores);
 				// w_dynamic: 0 before any monitoring, then up by 0.1 per
 				// step, bounded at 0.5 so the benchmark always counts (§3.3.1).
 				tree.compute({std::min(0.5, 0.1 * c->steps)});
+				auto shares = hpclb::rank_shares(tree, c->leaf_of_rank);
+				if (std::getenv("HPCLB_DEBUG"))
+					for (int p = 0; p < c->size; p++)
+						std::fprintf(stderr,
+							     "hpclb: drum rank %d node %d (%s) "
+							     "share %.4g "
+							     "u %.3g i %.3g caf %.3g mem %.3g MB "
+							     "samples "
+							     "%d\n",
+							     p, c->leaf_of_rank[p],
+							     tree.node(c->leaf_of_rank[p])
+								     .description.c_str(),
+							     shares[p], ranks[p].util,
+							     ranks[p].idle, ranks[p].caf,
+							     ranks[p].mem / 1e6, ranks[p].samples);
 				std::vector<hpclb::Vcpu> dv;
 				for (int p = 0; p < c->size; p++)
-					dv.push_back(
-						{std::max(1e-9, tree.node(p + 1).share * c->size),
-						 0});
+					dv.push_back({std::max(1e-9, shares[p] * c->size), 0});
 				auto probe = hpclb::refine(dv, tasks, 0);
 				auto r = hpclb::refine(dv, tasks, c->epsilon * probe.avg);
 				head[2] = r.imbalance_before;

@@ -70,3 +70,132 @@ CAPI(tree)
 CAPI(refine)
 CAPI(plan)
 CAPI(ruper)
+
+// ------------------------------------------------- the monitor thread ----
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace
+{
+struct FakeProc {
+	std::filesystem::path dir;
+	MonitorPaths paths;
+	FakeProc()
+	{
+		char tmpl[] = "/tmp/hpclb-mon-XXXXXX";
+		dir = mkdtemp(tmpl);
+		paths = {(dir / "stat").string(), (dir / "net_dev").string(),
+			 (dir / "meminfo").string()};
+		write(0, 0, 1000);
+	}
+	~FakeProc() { std::filesystem::remove_all(dir); }
+	// Replaced atomically (rename), as the thread may read at any time.
+	static void put(const std::string &path, const std::string &text)
+	{
+		std::ofstream(path + ".new") << text;
+		std::filesystem::rename(path + ".new", path);
+	}
+	void write(uint64_t idle, uint64_t packets, uint64_t mem_kb)
+	{
+		put(paths.stat, "cpu  1 0 1 " + std::to_string(idle) + " 0 0 0 0\ncpu0 1 0 1 " +
+					std::to_string(idle) + " 0 0 0 0\n");
+		put(paths.net_dev,
+		    "Inter-| Receive | Transmit\n face |bytes packets|bytes packets\n"
+		    "  eth0: 0 " +
+			    std::to_string(packets) + " 0 0 0 0 0 0 0 " + std::to_string(packets) +
+			    " 0 0 0 0 0 0\n");
+		put(paths.meminfo,
+		    "MemTotal: 99999 kB\nMemAvailable: " + std::to_string(mem_kb) + " kB\n");
+	}
+};
+} // namespace
+
+TEST(MonitorThread, BadPeriodIsRefused)
+{
+	for (double p : {0.0, -1.0, 0.0005, 61.0, std::numeric_limits<double>::quiet_NaN()}) {
+		try {
+			Monitor m(p);
+			ADD_FAILURE() << "period " << p << " accepted";
+		} catch (const Error &e) {
+			EXPECT_NE(
+				std::string(e.what()).find("monitor period must be in [0.001, 60]"),
+				std::string::npos);
+		}
+	}
+	MonitorPaths bad;
+	bad.net_dev = "/nonexistent/net_dev";
+	EXPECT_THROW(Monitor(0.01, {}, bad), Error);
+}
+
+TEST(MonitorThread, StartsSamplesAndStops)
+{
+	Monitor m(0.002);
+	EXPECT_TRUE(m.running());
+	ASSERT_TRUE(m.wait_samples(5, 60)) << "the monitor thread took no samples";
+	auto a = m.take();
+	EXPECT_GE(a.samples, 2u);
+	EXPECT_GT(a.mem_available, 0u);
+	EXPECT_GE(a.cpu_util, 0);
+	EXPECT_GE(a.cpu_idle, 0);
+	bool lo = false;
+	for (const auto &i : a.interfaces)
+		lo |= i.name == "lo";
+	EXPECT_TRUE(lo);
+	m.stop();
+	EXPECT_FALSE(m.running());
+	const size_t n = m.samples();
+	usleep(20000); // the thread is joined: nothing samples any more
+	EXPECT_EQ(m.samples(), n);
+	m.stop(); // idempotent
+}
+
+// Aggregates over a window are the differences of its first and last
+// samples over its length: exact whatever the timing.
+TEST(MonitorThread, AggregatesFromTheSources)
+{
+	FakeProc f;
+	Monitor m(0.001, {0}, f.paths);
+	ASSERT_TRUE(m.wait_samples(3, 60));
+	auto a = m.take();
+	ASSERT_EQ(a.interfaces.size(), 1u);
+	EXPECT_EQ(a.interfaces[0].name, "eth0");
+	EXPECT_EQ(a.interfaces[0].caf, 0);
+	EXPECT_EQ(a.mem_available, 1000u * 1024);
+	EXPECT_EQ(a.cpu_idle, 0);
+	f.write(50, 300, 500); // idle +50 ticks, packets +600 (in + out), less memory
+	size_t now = m.samples();
+	ASSERT_TRUE(m.wait_samples(now + 3, 60));
+	f.write(50, 300, 2000);
+	now = m.samples();
+	ASSERT_TRUE(m.wait_samples(now + 3, 60));
+	auto b = m.take();
+	ASSERT_GT(b.window, 0);
+	EXPECT_NEAR(b.interfaces[0].caf * b.window, 600, 1e-6);
+	EXPECT_NEAR(b.cpu_idle * b.window * static_cast<double>(sysconf(_SC_CLK_TCK)), 50, 1e-6);
+	EXPECT_EQ(b.mem_available, 2000u * 1024);
+	EXPECT_EQ(b.mem_available_min, 500u * 1024);
+	m.stop();
+	// No new sample: the previous aggregate again.
+	auto c = m.take();
+	EXPECT_EQ(c.samples, b.samples);
+	EXPECT_EQ(c.window, b.window);
+}
+
+TEST(MonitorThread, FailedSamplingIsReportedAndStops)
+{
+	FakeProc f;
+	Monitor m(0.001, {}, f.paths);
+	ASSERT_TRUE(m.wait_samples(2, 60));
+	std::filesystem::remove(f.paths.meminfo);
+	EXPECT_FALSE(m.wait_samples(std::numeric_limits<size_t>::max(), 60));
+	EXPECT_FALSE(m.running());
+	try {
+		m.take();
+		ADD_FAILURE() << "a failed monitor gave aggregates";
+	} catch (const Error &e) {
+		EXPECT_NE(std::string(e.what()).find("meminfo: cannot be read"), std::string::npos);
+	}
+}

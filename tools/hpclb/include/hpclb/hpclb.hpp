@@ -18,13 +18,16 @@
 // that names the offending value, and changes nothing.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace hpclb
@@ -112,6 +115,37 @@ double h_cpu(const std::vector<double> &speeds);
 // Work split: n units of work over nodes with the given shares, largest
 // remainder rounding (the sum is exactly n; ties go to the lower index).
 std::vector<uint64_t> split(uint64_t n, const std::vector<double> &shares);
+
+// ------------------------------------------------ DRUM over MPI ranks ----
+
+// What one rank measured (gathered on the deciding rank): b (MFLOPS of the
+// dense kernel on one core), u (CPUs this rank used), i (its share of the
+// idle CPUs of its node), CAF (packets/s in + out of its node's
+// interfaces) and s (interface speed, MB/s).
+struct RankMeasure {
+	double mflops = 0, util = 0, idle = 0, caf = 0, ifspeed = 0;
+};
+// A tree discovered from the ranks' host names: one network root and one
+// computing node per distinct host, in the order of the hosts' first rank.
+MachineTree tree_from_hosts(const std::vector<std::string> &rank_hosts);
+// The computing node of each rank: the leaf whose description is the
+// rank's host name. Throws Error naming the host when a rank's host is no
+// computing node of the tree, when two computing nodes have the same
+// description, or when a computing node has no rank (its share of the
+// work would go nowhere).
+std::vector<int> map_ranks(const MachineTree &tree, const std::vector<std::string> &rank_hosts);
+// Fills the computing nodes from their ranks' measures (DRUM §3.2): u_n is
+// the sum of the ranks' u, i_n the sum of their shares of the idle CPU, b_n
+// (unless the tree already gives one, e.g. from the XML's mflops) the mean
+// of the ranks' MFLOPS times the cores the job can use there,
+// min(cores, ranks) (cores from hwloc on that node), and the interface is
+// the node's (its first rank's CAF and speed: all its ranks read the same
+// counters).
+void fill_from_ranks(MachineTree &tree, const std::vector<int> &leaf_of_rank,
+		     const std::vector<RankMeasure> &ranks, const std::vector<int> &cores);
+// Each rank's share of the work after compute(): its node's share split
+// equally among the node's ranks (they share its cores). Adds up to 1.
+std::vector<double> rank_shares(const MachineTree &tree, const std::vector<int> &leaf_of_rank);
 
 // -------------------------------------------------------- refinement ----
 
@@ -274,5 +308,71 @@ uint64_t read_mem_available(const std::string &text = {});
 // A LINPACK-like dense kernel (n x n LU without pivoting on a diagonally
 // dominant matrix): MFLOPS.
 double dense_mflops(int n = 200);
+// Cores of this node visible to the process (hwloc; restricted to the
+// CPUs the process may use), at least 1.
+int node_cores();
+
+// DRUM's dynamic monitors (§3.2) as a thread beside the application: every
+// `period` seconds it samples this process's CPU time (the rank's CPU
+// utilisation), the idle time of the given CPUs (/proc/stat; all when
+// empty), MemAvailable (/proc/meminfo) and the packets of every interface
+// (/proc/net/dev). take() returns the aggregates over the samples since the
+// previous take(); it is thread-safe. The paths can point elsewhere (tests).
+struct MonitorPaths {
+	std::string stat = "/proc/stat", net_dev = "/proc/net/dev", meminfo = "/proc/meminfo";
+};
+struct MonitorAggregate {
+	size_t samples = 0;                // samples in the window (2 or more), 0 if none yet
+	double window = 0;                 // seconds between the window's first and last sample
+	double cpu_util = 0;               // CPUs used by this process (1.0 = one CPU)
+	double cpu_idle = 0;               // idle CPUs among the monitored ones
+	uint64_t mem_available = 0;        // bytes, the last sample
+	uint64_t mem_available_min = 0;    // bytes, the lowest in the window
+	std::vector<Interface> interfaces; // per interface: CAF (packets/s in + out); speed 0
+};
+class Monitor
+{
+public:
+	// Throws Error for a period outside [0.001, 60] s or unreadable
+	// sources (the first sample is taken before the thread starts).
+	explicit Monitor(double period, std::vector<int> cpus = {}, MonitorPaths paths = {});
+	~Monitor();
+	Monitor(const Monitor &) = delete;
+	Monitor &operator=(const Monitor &) = delete;
+	// Stops and joins the thread (idempotent). No sample is taken after.
+	void stop();
+	bool running() const;
+	double period() const { return period_; }
+	size_t samples() const; // taken since the start
+	// Waits until `n` samples were taken or `timeout` s passed; true if taken.
+	bool wait_samples(size_t n, double timeout) const;
+	// Aggregates since the previous take() (the window starts again at the
+	// last sample). With fewer than 2 new samples, the previous aggregate.
+	// Throws Error if sampling failed (the thread has then stopped).
+	MonitorAggregate take();
+
+	struct Sample {
+		double t = 0, cpu = 0;
+		uint64_t idle = 0, mem = 0;
+		std::map<std::string, uint64_t> packets;
+	};
+
+private:
+	Sample sample() const;
+	void run();
+	double period_;
+	std::vector<int> cpus_;
+	MonitorPaths paths_;
+	mutable std::mutex mu_;
+	mutable std::condition_variable cv_;
+	bool stop_ = false, running_ = false;
+	std::string error_;
+	size_t count_ = 0;
+	Sample first_, last_;
+	size_t in_window_ = 1;
+	uint64_t mem_min_ = 0;
+	MonitorAggregate prev_;
+	std::thread th_;
+};
 
 } // namespace hpclb

@@ -64,6 +64,24 @@ size_t hpclb_mpi_moves(const hpclb_ctx *c, const hpclb_move **moves);
 typedef const void *(*hpclb_get_fn)(int64_t id, size_t *len, void *arg);
 typedef void (*hpclb_put_fn)(int64_t id, const void *buf, size_t len, void *arg);
 int hpclb_mpi_exchange(hpclb_ctx *c, hpclb_get_fn get, hpclb_put_fn put, void *arg);
+/* DRUM mode: the machine tree from the paper's XML file (read on rank 0)
+ * instead of the discovered one (one computing node per host name). A
+ * computing node's description is its host name: MPI_Get_processor_name of
+ * the first rank of the node's shared-memory group, or $HPCLB_HOST when set.
+ * Collective; -1 on every rank (and the tree unchanged) when the file is
+ * bad, a rank's host is no computing node, or a computing node has no rank. */
+int hpclb_mpi_set_machine(hpclb_ctx *c, const char *xml_path);
+/* (Re)start the monitor thread (CPU used by this rank, idle CPU, memory,
+ * packets per interface) with this period, seconds in [0.001, 60]. DRUM mode
+ * starts one at 0.1 s; the step reads its aggregates. A bad period changes
+ * nothing. hpclb_mpi_free stops it. */
+int hpclb_mpi_set_monitor_period(hpclb_ctx *c, double seconds);
+/* Samples the monitor thread took so far (0 without one). */
+size_t hpclb_mpi_monitor_samples(const hpclb_ctx *c);
+/* Measure f_p again at every step, for `seconds` of the Figure 2 loop (all
+ * ranks at once); 0 (the default) measures it once, at hpclb_mpi_new. A
+ * speed set with hpclb_mpi_set_speed scales the later measures alike. */
+int hpclb_mpi_set_remeasure(hpclb_ctx *c, double seconds);
 /* The communicator the library uses (the duplicate). */
 MPI_Comm hpclb_mpi_comm(const hpclb_ctx *c);
 
