@@ -11,6 +11,10 @@
 //
 // usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K] [--kernel jacobi|wave]
 //        [--mode none|refine|container|drum] [--slow RANK:FACTOR] [--die-at ITER]
+//        [--machine XML] [--monitor-period S] [--remeasure S]
+// --machine: DRUM's machine tree from the paper's XML (drum mode);
+// --monitor-period: the monitor thread's period; --remeasure: f_p measured
+// again at every LB step for S seconds.
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
 #include "hpclb/hpclb_mpi.h"
@@ -70,7 +74,8 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	int n = 256, iters = 100, every = 10, mode = HPCLB_MODE_REFINE, slow_rank = -1, die_at = -1;
-	double slow = 1;
+	double slow = 1, monitor_period = 0, remeasure = 0;
+	std::string machine;
 	bool bad_kernel = false;
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
@@ -98,6 +103,12 @@ int main(int argc, char **argv)
 				bad_kernel = true;
 		} else if (a == "--die-at")
 			die_at = std::atoi(val().c_str());
+		else if (a == "--machine")
+			machine = val();
+		else if (a == "--monitor-period")
+			monitor_period = std::atof(val().c_str());
+		else if (a == "--remeasure")
+			remeasure = std::atof(val().c_str());
 		else if (a == "--slow") {
 			std::string v = val();
 			if (std::sscanf(v.c_str(), "%d:%lf", &slow_rank, &slow) != 2 || slow < 1)
@@ -128,6 +139,16 @@ int main(int argc, char **argv)
 	if (!lb) {
 		std::fprintf(stderr, "stencil2d: %s\n", hpclb_last_error());
 		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	// The options' errors are the library's (the same on every rank).
+	if ((!machine.empty() && hpclb_mpi_set_machine(lb, machine.c_str())) ||
+	    (monitor_period != 0 && hpclb_mpi_set_monitor_period(lb, monitor_period)) ||
+	    (remeasure != 0 && hpclb_mpi_set_remeasure(lb, remeasure))) {
+		if (!rank)
+			std::fprintf(stderr, "stencil2d: %s\n", hpclb_last_error());
+		hpclb_mpi_free(lb);
+		MPI_Finalize();
+		return 1;
 	}
 	// The application's own messages stay on its communicator: the library
 	// talks on its duplicate, so their tags never meet.
@@ -296,6 +317,8 @@ int main(int argc, char **argv)
 			for (int j = 1; j <= S; j++)
 				sums[b] += bl.a[idx(i, j)];
 	MPI_Reduce(sums.data(), total.data(), nb, MPI_DOUBLE, MPI_SUM, 0, comm);
+	unsigned long samples = hpclb_mpi_monitor_samples(lb), min_samples = 0;
+	MPI_Reduce(&samples, &min_samples, 1, MPI_UNSIGNED_LONG, MPI_MIN, 0, comm);
 	std::vector<int> count(size, 0);
 	for (int b = 0; b < nb; b++)
 		count[owner[b]]++;
@@ -307,6 +330,7 @@ int main(int argc, char **argv)
 		for (int c : count)
 			std::printf(" %d", c);
 		std::printf("\nchecksum %.12e\ntime %.3f s\n", cs, elapsed);
+		std::printf("monitor samples (fewest on a rank): %lu\n", min_samples);
 	}
 	hpclb_mpi_free(lb);
 	MPI_Finalize();

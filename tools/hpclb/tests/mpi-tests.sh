@@ -120,6 +120,88 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && grep -qi "rank 1" "$tm
 else
 	nok "a dying rank: exit $rc after ${took}s" "$tmp/die"
 fi
+# DRUM over the ranks. The node of a rank is named by $HPCLB_HOST (set per
+# rank here with mpirun's app contexts) or, without it, by the processor
+# name of its shared-memory group.
+cat >"$tmp/m.xml" <<'XML'
+<machinemodel numnode="4">
+<node type="NETWORK_NODE" name="0" description="switch" childrenNum="2" children="1;2;" IsMonitorable="1"/>
+<node type="COMPUTING_NODE" name="1" description="node-a" childrenNum="0" children=";" IsMonitorable="1" mflops="100"/>
+<node type="NETWORK_NODE" name="2" description="switch-b" childrenNum="1" children="3;" IsMonitorable="1"/>
+<node type="COMPUTING_NODE" name="3" description="node-b" childrenNum="0" children=";" IsMonitorable="1" mflops="300"/>
+</machinemodel>
+XML
+drum=("$app" --n 256 --blocks 8 --iters 40 --lb-every 10 --mode drum --monitor-period 0.005)
+drum_run() { # drum_run OUT XML HOST_OF_RANKS_0_1 HOST_OF_RANK_2
+	HPCLB_DEBUG=1 timeout -k 5 120 mpirun $root --oversubscribe \
+		-np 2 -x HPCLB_DEBUG -x HPCLB_HOST="$3" "${drum[@]}" ${2:+--machine "$2"} : \
+		-np 1 -x HPCLB_DEBUG -x HPCLB_HOST="$4" "${drum[@]}" ${2:+--machine "$2"} >"$1" 2>&1
+}
+share() { sed -n "s/^hpclb: drum rank $2 node [0-9]* ([^)]*) share \([^ ]*\) .*/\1/p" "$1" | head -1; }
+drum_run "$tmp/dx" "$tmp/m.xml" node-a node-b
+rc=$?
+s0=$(share "$tmp/dx" 0) s1=$(share "$tmp/dx" 1) s2=$(share "$tmp/dx" 2)
+timeout -k 5 120 mpirun $root --oversubscribe -np 3 "${drum[@]}" --mode none >"$tmp/dref" 2>&1
+# node-b's 300 MFLOPS against node-a's 100 (from the XML): node-b's one rank
+# gets more than both of node-a's together, which split node-a's share.
+if [ $rc -eq 0 ] && grep -q "^hpclb: drum rank 1 node 1 (node-a)" "$tmp/dx" &&
+	grep -q "^hpclb: drum rank 2 node 3 (node-b)" "$tmp/dx" && [ -n "$s0" ] && [ "$s0" = "$s1" ] &&
+	awk -v a="$s0" -v b="$s2" 'BEGIN {exit !(b > 2 * a)}' && [ -n "$(sum "$tmp/dref")" ] &&
+	[ "$(sum "$tmp/dx")" = "$(sum "$tmp/dref")" ]; then
+	ok "drum, XML tree: ranks 0, 1 on node-a (share $s0 each), rank 2 on node-b (share $s2), checksum as without balancing"
+else
+	nok "drum with the XML tree: exit $rc, shares $s0 $s1 $s2" "$tmp/dx"
+fi
+# The monitor thread sampled beside the application and the step read it.
+if [ $rc -eq 0 ] && grep -qE "^monitor samples \(fewest on a rank\): [1-9]" "$tmp/dx" &&
+	grep -qE "^hpclb: drum rank .* samples [2-9]" "$tmp/dx"; then
+	ok "drum: monitor threads sampled ($(sed -n 's/^monitor samples (fewest on a rank): //p' "$tmp/dx") on the rank with fewest) and the steps read their aggregates"
+else
+	nok "drum: no monitor samples read by the steps" "$tmp/dx"
+fi
+# A rank on a host the XML does not have: a clear error, the job ends.
+drum_run "$tmp/dunk" "$tmp/m.xml" node-a node-zz
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'rank 2 runs on host "node-zz", which is no computing node' "$tmp/dunk"; then
+	ok "drum: a rank on an unknown host ends the job with a clear error"
+else
+	nok "drum unknown host: exit $rc" "$tmp/dunk"
+fi
+# A computing node of the XML without a rank: a clear error.
+drum_run "$tmp/dmiss" "$tmp/m.xml" node-a node-a
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'computing node 3 (host "node-b") has no rank' "$tmp/dmiss"; then
+	ok "drum: a computing node without a rank is a clear error"
+else
+	nok "drum missing host: exit $rc" "$tmp/dmiss"
+fi
+# Without XML the tree is discovered: one computing node per host name.
+drum_run "$tmp/ddisc" "" h1 h2
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^hpclb: drum rank 0 node 1 (h1)" "$tmp/ddisc" &&
+	grep -q "^hpclb: drum rank 1 node 1 (h1)" "$tmp/ddisc" &&
+	grep -q "^hpclb: drum rank 2 node 2 (h2)" "$tmp/ddisc"; then
+	ok "drum: discovered tree, ranks grouped by host name (2 nodes)"
+else
+	nok "drum discovered tree: exit $rc" "$tmp/ddisc"
+fi
+# Without HPCLB_HOST, the ranks of this machine share one node (one
+# shared-memory group, one processor name), equal shares.
+HPCLB_DEBUG=1 timeout -k 5 120 mpirun $root --oversubscribe -np 3 -x HPCLB_DEBUG "${drum[@]}" >"$tmp/dloc" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c "^hpclb: drum rank [0-2] node 1 ($(hostname)) share 0.3333 " "$tmp/dloc")" -ge 3 ]; then
+	ok "drum: ranks of one machine are one computing node ($(hostname)), a third each"
+else
+	nok "drum one machine: exit $rc" "$tmp/dloc"
+fi
+# A bad monitor period is refused on every rank, with the reason.
+run 2 "$tmp/dper" --mode drum --monitor-period 100
+rc=$?
+if [ $rc -ne 0 ] && grep -q "monitor period must be in \[0.001, 60\]" "$tmp/dper"; then
+	ok "drum: a bad monitor period is refused with a message"
+else
+	nok "drum bad monitor period: exit $rc" "$tmp/dper"
+fi
 # Bad arguments: a clear error, exit 2, on every rank count.
 run 2 "$tmp/bad" --mode fastest
 rc=$?
