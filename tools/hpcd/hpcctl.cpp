@@ -89,6 +89,7 @@ struct Opts {
 	bool once = false, json_out = false;
 	double interval = 1.0;
 	int count = 0, pid = 0, prio = 0;
+	int sample_ms = 0; // trace --backend scx: sampling period (0: default)
 };
 
 std::string env_or(const char *name, const char *def)
@@ -423,7 +424,9 @@ struct Child {
 	int gate = -1, err = -1;
 };
 
-Child spawn(const std::vector<std::string> &cmd, const std::vector<int> &membind, bool kernel)
+// `policy`: the scheduling policy the child switches to before the exec
+// (SCHED_HPC, SCHED_EXT), -1 to keep its own.
+Child spawn(const std::vector<std::string> &cmd, const std::vector<int> &membind, int policy)
 {
 	int gate[2], err[2];
 	if (::pipe2(gate, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0)
@@ -445,8 +448,10 @@ Child spawn(const std::vector<std::string> &cmd, const std::vector<int> &membind
 		if (!membind.empty() && apply_membind(membind) < 0)
 			report("set_mempolicy(MPOL_BIND)", errno, kFail);
 		sched_param sp{};
-		if (kernel && ::sched_setscheduler(0, kSchedHpc, &sp) < 0)
-			report("sched_setscheduler(SCHED_HPC)", errno, kFail);
+		if (policy >= 0 && ::sched_setscheduler(0, policy, &sp) < 0)
+			report(policy == kSchedExt ? "sched_setscheduler(SCHED_EXT)"
+						   : "sched_setscheduler(SCHED_HPC)",
+			       errno, kFail);
 		auto argv = argv_of(cmd);
 		::execvp(argv[0], argv.data());
 		int e = errno;
@@ -509,7 +514,7 @@ void catch_signals()
 // The command under hpcd: forked, added to hpcd, then let go.
 Child start_managed(const Opts &o, ControlClient &c, const std::vector<int> &membind)
 {
-	Child ch = spawn(o.cmd, membind, false);
+	Child ch = spawn(o.cmd, membind, -1);
 	g_child = ch.pid;
 	json r;
 	try {
@@ -1307,6 +1312,46 @@ bool hpcd_event(Recorder &r, const std::string &line, ControlClient *ctl, std::s
 	return true;
 }
 
+// One sample of scx_hpc's per-task map into the record (--backend scx).
+// `now` 0: the baseline. When scx_hpc is gone (unloaded, or another
+// scheduler took over) `reason` says so and the recording ends with what it
+// has; a loader that fails or prints something else than its map is an
+// error (no file is left, as for any failed trace).
+void scx_sample(const Opts &o, trace::ScxSampler &sampler, Recorder &r, uint64_t now,
+		std::string &reason)
+{
+	ScxOut out = scx_call(o, {"--dump-tasks", "--json"});
+	if (out.status != 0) {
+		std::string ops;
+		const std::string state = scx_state(&ops);
+		if (state != "enabled" || ops != "hpc") {
+			reason = "scx_hpc unloaded (sched_ext state " + state +
+				 (ops.empty() || ops == "none" ? "" : ", " + ops) + ")";
+			return;
+		}
+		fail(kFail,
+		     "trace: scx_hpc --dump-tasks failed: " +
+			     (out.err.empty() ? fmt::format("status {}", out.status) : out.err));
+	}
+	std::vector<trace::ScxTask> tasks;
+	try {
+		tasks = trace::parse_scx_tasks(json::parse(out.out));
+	} catch (const json::exception &) {
+		fail(kFail,
+		     "trace: scx_hpc --dump-tasks printed no JSON: " + trim(out.out).substr(0, 80));
+	} catch (const std::runtime_error &e) {
+		fail(kFail, std::string("trace: ") + e.what());
+	}
+	auto got = sampler.sample(tasks, now ? now : mono_ns());
+	for (auto &ti : got.tasks)
+		r.task(ti);
+	for (auto &i : got.iters)
+		r.iter(i);
+	for (auto &p : got.prios)
+		r.prio(p);
+	r.missed += got.missed;
+}
+
 int trace_cmd(const Opts &o)
 {
 	// Everything checked before anything starts or any file is made.
@@ -1319,21 +1364,38 @@ int trace_cmd(const Opts &o)
 	if (o.cmd.empty() && (!kv.empty() || !o.membind.empty()))
 		fail(kUsage,
 		     "trace: --set, --heuristic and --membind go with a command after '--'");
-	check_keys(kv);
+	const bool scx = use_scx(o);
+	if (o.sample_ms && !scx)
+		fail(kUsage, "trace: --sample-ms is for --backend scx (the other backends "
+			     "report every iteration as it closes)");
+	if (scx)
+		scx_check(kv, false);
+	else
+		check_keys(kv);
 	std::vector<std::string> outs{o.output};
 	for (auto &p : export_paths(o))
 		outs.push_back(p);
 	check_outputs(outs, o.force, "trace");
 	const auto membind = check_membind(o.membind);
-	const bool kernel = use_kernel(o);
+	const bool kernel = !scx && use_kernel(o);
 
 	Recorder r;
-	r.t.source = kernel ? "kernel" : "hpcd";
+	r.t.source = scx ? "scx" : kernel ? "kernel" : "hpcd";
 	r.t.host = hostname();
 	r.t.command = o.cmd;
 	ControlClient ctl, watch;
 	TracefsSession tfs;
-	if (kernel) {
+	trace::ScxSampler sampler;
+	const int sample_ms = o.sample_ms ? o.sample_ms : 10;
+	if (scx) {
+		if (o.cmd.empty())
+			scx_need_loaded();
+		else
+			scx_start_or_reuse(o, kv);
+		r.t.settings =
+			scx_json(o, {"--stats-once", "--json"}).value("params", json::object());
+		r.t.settings["sample_ms"] = sample_ms;
+	} else if (kernel) {
 		try {
 			tfs.open(find_tracefs(o.tracefs), "hpcctl-" + std::to_string(::getpid()));
 		} catch (const std::runtime_error &e) {
@@ -1369,7 +1431,9 @@ int trace_cmd(const Opts &o)
 	catch_signals();
 	Child ch;
 	if (!o.cmd.empty()) {
-		ch = kernel ? spawn(o.cmd, membind, true) : start_managed(o, ctl, membind);
+		ch = scx      ? spawn(o.cmd, membind, kSchedExt)
+		     : kernel ? spawn(o.cmd, membind, kSchedHpc)
+			      : start_managed(o, ctl, membind);
 		g_child = ch.pid;
 		int code = 0;
 		std::string why = go(ch, code);
@@ -1385,10 +1449,14 @@ int trace_cmd(const Opts &o)
 					  : UINT64_MAX;
 	// After the command ends: what is still on its way (hpcd ends the
 	// stream itself when it exits with its last task).
-	const uint64_t grace = (kernel ? 200 : 500) * 1000000ull;
+	const uint64_t grace = scx ? (200 + 2 * static_cast<uint64_t>(sample_ms)) * 1000000ull
+				   : (kernel ? 200 : 500) * 1000000ull;
 	uint64_t done_at = 0;
 	int status = 0;
 	std::string reason;
+	// The baseline: what scx_hpc's map holds before the recording starts.
+	if (scx)
+		scx_sample(o, sampler, r, 0, reason);
 	while (reason.empty()) {
 		const uint64_t now = mono_ns();
 		if (g_stop && o.cmd.empty()) {
@@ -1414,7 +1482,11 @@ int trace_cmd(const Opts &o)
 		const int wait_ms = static_cast<int>(std::clamp<uint64_t>(
 			(std::min<uint64_t>(deadline, now + 100000000ull) - now) / 1000000, 1,
 			100));
-		if (kernel) {
+		if (scx) {
+			std::this_thread::sleep_for(
+				std::chrono::milliseconds(std::min(wait_ms, sample_ms)));
+			scx_sample(o, sampler, r, mono_ns(), reason);
+		} else if (kernel) {
 			std::vector<std::string> lines;
 			try {
 				lines = tfs.read(wait_ms);
@@ -1476,12 +1548,13 @@ int trace_cmd(const Opts &o)
 		r.t.iters.size(), r.t.tasks.size(), o.output,
 		static_cast<double>(r.t.end_ns - r.t.start_ns) / 1e9, reason);
 	if (r.t.iters.empty())
-		std::cerr
-			<< (kernel ? "hpcctl: trace: no sched_hpc_iteration event: did a SCHED_HPC "
-				     "task close an iteration?\n"
-				   : "hpcctl: trace: no iteration: did hpcd manage a task that "
-				     "waits "
-				     "(or a rank with libhpcmon)?\n");
+		std::cerr << (scx      ? "hpcctl: trace: no iteration: did a SCHED_EXT task under "
+					 "scx_hpc close one?\n"
+			      : kernel ? "hpcctl: trace: no sched_hpc_iteration event: did a "
+					 "SCHED_HPC task close an iteration?\n"
+				       : "hpcctl: trace: no iteration: did hpcd manage a task that "
+					 "waits "
+					 "(or a rank with libhpcmon)?\n");
 	if (ch.pid > 0 && !done_at)
 		status = wait_child(ch.pid); // --duration ended the recording first
 	return o.cmd.empty() ? kOk : status;
@@ -1658,6 +1731,9 @@ int dispatch(int argc, char **argv)
 			    "with a command: bind its memory to these NUMA nodes");
 	trace_c->add_option("--tracefs", o.tracefs,
 			    "kernel class: tracefs mount (default /sys/kernel/tracing)");
+	trace_c->add_option("--sample-ms", o.sample_ms,
+			    "--backend scx: sample scx_hpc's per-task map every MS (default 10)")
+		->check(CLI::Range(1, 1000));
 	auto *report_c = app.add_subcommand("report",
 					    "per-task table of a recorded trace; plot and exports");
 	report_c->add_option("FILE", o.input, "a record of hpcctl trace")->required();
@@ -1708,10 +1784,11 @@ int dispatch(int argc, char **argv)
 			fail(kNoDashDash, "run: no command after '--'");
 		return run(o);
 	}
-	if (use_scx(o) && (trace_c->parsed() || prio_c->parsed()))
-		fail(kFail, std::string(trace_c->parsed() ? "trace" : "prio") +
-				    " is not available with --backend scx (scx_hpc --dump-tasks "
-				    "shows its per-task state)");
+	if (use_scx(o) && prio_c->parsed())
+		fail(kFail, "prio is not available with --backend scx: scx_hpc has no "
+			    "per-task fixed priority (its BPF side decides every task's "
+			    "priority with the policy core; hpcd's prio or the kernel class "
+			    "have one)");
 	if (trace_c->parsed()) {
 		if (dashdash && o.cmd.empty())
 			fail(kNoDashDash, "trace: no command after '--'");

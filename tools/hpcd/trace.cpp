@@ -5,6 +5,8 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -158,8 +160,8 @@ void read_header(const json &j, Trace &t)
 		throw Bad{fmt::format("trace format version {} is newer than this hpcctl's ({})",
 				      version, kVersion)};
 	get(j, "source", t.source);
-	if (t.source != "hpcd" && t.source != "kernel")
-		throw Bad{"\"source\" must be hpcd or kernel"};
+	if (t.source != "hpcd" && t.source != "kernel" && t.source != "scx")
+		throw Bad{"\"source\" must be hpcd, kernel or scx"};
 	get(j, "start_ns", t.start_ns);
 	if (auto *v = field(j, "start_unix_s", false)) {
 		if (!v->is_number_integer())
@@ -474,6 +476,107 @@ uint64_t ftrace_lost(std::string_view line)
 	return n;
 }
 
+// ---- scx_hpc's per-task map, sampled -------------------------------------------
+
+std::vector<ScxTask> parse_scx_tasks(const json &dump)
+{
+	if (!dump.is_array())
+		throw std::runtime_error("scx_hpc --dump-tasks: not a JSON array");
+	std::vector<ScxTask> out;
+	size_t n = 0;
+	for (const auto &e : dump) {
+		n++;
+		auto num = [&](const char *k, auto &dst, uint64_t max) {
+			const bool whole =
+				e.is_object() && e.contains(k) &&
+				(e[k].is_number_unsigned() ||
+				 (e[k].is_number_integer() && e[k].template get<int64_t>() >= 0));
+			if (!whole || e[k].template get<uint64_t>() > max)
+				throw std::runtime_error(fmt::format(
+					"scx_hpc --dump-tasks: entry {}: \"{}\" missing or not a "
+					"whole number up to {}",
+					n, k, max));
+			dst = static_cast<std::remove_reference_t<decltype(dst)>>(
+				e[k].template get<uint64_t>());
+		};
+		ScxTask t;
+		uint32_t cpu = 0, exited = 0;
+		num("pid", t.pid, INT32_MAX);
+		num("tgid", t.tgid, INT32_MAX);
+		num("cpu", cpu, UINT32_MAX);
+		num("prio", t.prio, UINT32_MAX);
+		num("prev_prio", t.prev_prio, UINT32_MAX);
+		num("last_util", t.last_util, 10000);
+		num("heur_util", t.heur_util, 10000);
+		num("exited", exited, 1);
+		num("iterations", t.nr_iter, UINT64_MAX);
+		num("last_run_ns", t.last_run_ns, UINT64_MAX);
+		num("last_wait_ns", t.last_wait_ns, UINT64_MAX);
+		if (t.pid == 0)
+			throw std::runtime_error(
+				fmt::format("scx_hpc --dump-tasks: entry {}: pid 0", n));
+		t.cpu = cpu > INT32_MAX ? -1 : static_cast<int>(cpu);
+		t.exited = exited != 0;
+		if (e.contains("comm") && e["comm"].is_string())
+			t.comm = e["comm"].get<std::string>();
+		out.push_back(std::move(t));
+	}
+	return out;
+}
+
+ScxSampler::Out ScxSampler::sample(const std::vector<ScxTask> &tasks, uint64_t now_ns)
+{
+	Out out;
+	const bool baseline = baseline_;
+	baseline_ = false;
+	for (const auto &t : tasks) {
+		auto it = seen_.find(t.pid);
+		if (baseline) {
+			seen_[t.pid] = Seen{t.nr_iter, t.prio, false};
+			continue;
+		}
+		if (it == seen_.end() || t.nr_iter < it->second.nr_iter)
+			it = seen_.insert_or_assign(
+					  t.pid, Seen{0, t.prev_prio ? t.prev_prio : t.prio, false})
+				     .first;
+		Seen &s = it->second;
+		const bool iter = t.nr_iter > s.nr_iter;
+		if (!iter && t.prio == s.prio)
+			continue;
+		if (!s.described) {
+			TaskInfo ti;
+			ti.pid = t.pid;
+			ti.name = t.comm;
+			ti.source = "scx";
+			ti.cpu = t.cpu;
+			ti.prio = s.prio;
+			out.tasks.push_back(ti);
+			s.described = true;
+		}
+		if (iter) {
+			Iter i;
+			i.pid = t.pid;
+			i.iteration = t.nr_iter;
+			i.end_ns = now_ns;
+			// Never before the clock's zero (a record that could not be read).
+			i.run_ns = std::min(t.last_run_ns, now_ns);
+			i.wait_ns = std::min(t.last_wait_ns, now_ns - i.run_ns);
+			i.util = t.last_util;
+			i.heur_util = t.heur_util;
+			i.old_prio = s.prio;
+			i.prio = t.prio;
+			i.cpu = t.cpu;
+			out.missed += t.nr_iter - s.nr_iter - 1;
+			out.iters.push_back(i);
+		} else {
+			out.prios.push_back(PrioChange{t.pid, now_ns, s.prio, t.prio});
+		}
+		s.nr_iter = t.nr_iter;
+		s.prio = t.prio;
+	}
+	return out;
+}
+
 // ---- the paper's table -----------------------------------------------------------
 
 std::vector<TaskSummary> summarize(const Trace &t)
@@ -571,7 +674,9 @@ std::string report_table(const Trace &t)
 		first = std::min(first, r.first_ns);
 		last = std::max(last, r.last_ns);
 	}
-	std::string what = t.source == "kernel" ? "SCHED_HPC (kernel tracepoint)" : "hpcd";
+	std::string what = t.source == "kernel" ? "SCHED_HPC (kernel tracepoint)"
+			   : t.source == "scx"  ? "scx_hpc (sched_ext, sampled)"
+						: "hpcd";
 	if (t.settings.contains("heuristic") && t.settings["heuristic"].is_string())
 		what += ", " + t.settings["heuristic"].get<std::string>();
 	if (t.settings.contains("balance") && t.settings["balance"] == "off")

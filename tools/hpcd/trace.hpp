@@ -3,11 +3,11 @@
 // per-task table and the exports (Perfetto/Chrome JSON, Paraver).
 //
 // The native record, one JSON object per line:
-//   {"format":"hpcsched-trace","version":1,"source":"hpcd"|"kernel",
+//   {"format":"hpcsched-trace","version":1,"source":"hpcd"|"kernel"|"scx",
 //    "clock":"CLOCK_MONOTONIC","start_ns":N,"start_unix_s":N,"host":"..",
 //    "command":[..],"settings":{..}}                           first line
 //   {"type":"task","pid":N,"name":"..","job":"..","rank":R,"ctx":C,"cpu":C,
-//    "sibling":PID,"source":"monitor"|"proc"|"kernel","role":"task"|"launcher",
+//    "sibling":PID,"source":"monitor"|"proc"|"kernel"|"scx","role":"task"|"launcher",
 //    "prio":P}                  before its events; again when hpcd re-describes it
 //   {"type":"iteration","pid":N,"iteration":I,"end_ns":N,"run_ns":N,
 //    "wait_ns":N,"util":U,"heur_util":U,"old_prio":P,"prio":P,"cpu":C,
@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -115,6 +116,53 @@ struct KernelJudge {
 std::optional<KernelJudge> parse_ftrace_judge(std::string_view line);
 // The count of a "CPU:N [LOST M EVENTS]" line (the buffer overflowed), else 0.
 uint64_t ftrace_lost(std::string_view line);
+
+// ---- scx_hpc's per-task map, sampled -------------------------------------------
+
+// One entry of `scx_hpc --dump-tasks --json` (the BPF side's task_info map:
+// counters and the values of the last decision, no time stamps).
+struct ScxTask {
+	int pid = 0, tgid = 0, cpu = -1;
+	std::string comm;
+	uint32_t prio = 0, prev_prio = 0, last_util = 0, heur_util = 0;
+	bool exited = false;
+	uint64_t nr_iter = 0, last_run_ns = 0, last_wait_ns = 0;
+};
+// The loader's JSON array; std::runtime_error naming the entry and field if
+// it is not one.
+std::vector<ScxTask> parse_scx_tasks(const nlohmann::json &dump);
+
+// Turns successive samples of that map into trace events. The first sample
+// is the baseline (nothing before the trace is recorded). Afterwards, per
+// task: nr_iter grew -> one iteration record ending at the sample's time
+// with the last iteration's run/wait/util and the priority before (as last
+// sampled) and after; growth by k > 1 adds k - 1 to `missed` (closed
+// between two samples, only the last one's values are in the map). No
+// iteration but another priority (a sibling's judgement, a knob) -> a
+// priority record. A task first seen after the baseline starts from zero
+// iterations at its prev_prio; a pid whose count went down is a new task
+// with a reused pid. A task line (source "scx") precedes a task's first
+// event.
+class ScxSampler
+{
+public:
+	struct Out {
+		std::vector<TaskInfo> tasks; // tasks whose first event is in this sample
+		std::vector<Iter> iters;
+		std::vector<PrioChange> prios;
+		uint64_t missed = 0;
+	};
+	Out sample(const std::vector<ScxTask> &tasks, uint64_t now_ns);
+
+private:
+	struct Seen {
+		uint64_t nr_iter = 0;
+		uint32_t prio = 0;
+		bool described = false;
+	};
+	std::map<int, Seen> seen_;
+	bool baseline_ = true;
+};
 
 // ---- the paper's table -----------------------------------------------------------
 

@@ -87,14 +87,115 @@ fi
 setstate enabled hpc
 expect "status with a missing loader: exit 1, says how to name it" 1 "give --scx-hpc BIN" H --scx-hpc "$work/no-scx_hpc" status
 
-# commands the scx backend does not have
-expect "trace --backend scx: exit 1" 1 "trace is not available with --backend scx" H trace -o "$work/t.jsonl" --duration 1
-expect "prio --backend scx: exit 1" 1 "prio is not available with --backend scx" H prio 1 4
+# the command the scx backend does not have
+expect "prio --backend scx: exit 1, says why" 1 "scx_hpc has no per-task fixed priority" H prio 1 4
 expect "--backend bogus: exit 64" 64 "bogus" "$hpcctl" --backend bogus status
 expect "run --backend scx without --: exit 65" 65 "put '--'" H run true
 expect "run --backend scx -- (no command): exit 65" 65 "no command after '--'" H run --
-check_nofile() { if [ ! -e "$work/t.jsonl" ]; then ok "hpcctl scx: trace refusal wrote no file"; else nok "hpcctl scx: trace refusal wrote no file"; fi; }
-check_nofile
+
+# hpcctl trace --backend scx: refusals (no file left), then a recording from
+# a stand-in loader that serves scripted --dump-tasks maps in turn and
+# unloads after the last (no timing: the trace ends when the loader is gone).
+check_nofile() { if [ ! -e "$work/t.jsonl" ]; then ok "hpcctl scx: $1: no file"; else nok "hpcctl scx: $1: no file"; rm -f "$work/t.jsonl"; fi; }
+export HPC_SCX_SYSFS=$work/none
+expect "trace without sched_ext: exit 1" 1 "the kernel has no sched_ext" H trace -o "$work/t.jsonl" --duration 1
+check_nofile "trace without sched_ext"
+export HPC_SCX_SYSFS=$fake
+setstate disabled none
+expect "trace with scx_hpc not loaded: exit 1" 1 "scx_hpc is not loaded" H trace -o "$work/t.jsonl" --duration 1
+check_nofile "trace with scx_hpc not loaded"
+setstate enabled simple
+expect "trace while scx_simple is loaded: exit 1, names it" 1 "another sched_ext scheduler is active (simple)" H trace -o "$work/t.jsonl" --duration 1
+check_nofile "trace while scx_simple is loaded"
+setstate disabled none
+expect "trace --set bogus=1 -- true: exit 2" 2 "unknown parameter 'bogus'" H trace -o "$work/t.jsonl" --set bogus=1 -- true
+expect "trace --set mode=quota (hpcd only): exit 2" 2 "mode is not a knob of scx_hpc" H trace -o "$work/t.jsonl" --set mode=quota -- true
+check_nofile "trace with a bad knob"
+expect "trace --sample-ms 0: exit 64" 64 "sample-ms" H trace -o "$work/t.jsonl" --duration 1 --sample-ms 0
+expect "trace --sample-ms without scx: exit 64" 64 "--sample-ms is for --backend scx" \
+	"$hpcctl" --backend hpcd trace -o "$work/t.jsonl" --duration 1 --sample-ms 5
+check_nofile "trace with a bad --sample-ms"
+
+loader=$work/fake-scx
+cat >"$loader" <<EOL
+#!/bin/bash
+d=$work/dumps
+case " \$* " in
+*" --stats-once "*) echo '{"params":{"heuristic":"adaptive","low_util":60}}' ;;
+*" --dump-tasks "*)
+	n=\$(( \$(cat \$d/calls 2>/dev/null || echo 0) + 1 )); echo \$n >\$d/calls
+	if [ -e \$d/dump\$n.json ]; then cat \$d/dump\$n.json; exit 0; fi
+	echo disabled >$fake/state; echo none >$fake/root/ops
+	echo "scx_hpc: scx_hpc is not loaded" >&2; exit 1 ;;
+*) exit 1 ;;
+esac
+EOL
+chmod +x "$loader"
+T() { # pid iterations prio prev_prio run_ns wait_ns util
+	printf '{"pid":%d,"tgid":%d,"comm":"app%d","cpu":1,"prio":%d,"prev_prio":%d,"iterations":%d,"judgements":0,"last_util":%d,"global_util":%d,"heur_util":%d,"last_run_ns":%d,"last_wait_ns":%d,"throttled_ns":0,"run_ns":0,"exited":0}' \
+		"$1" "$1" "$1" "$3" "$4" "$2" "$7" "$7" "$7" "$5" "$6"
+}
+mkdir -p "$work/dumps"
+# 1: baseline (pid 7 closed 3 iterations before); 2: 7 closes one and rises,
+# 8 is judged down; 3: nothing new; 4: 7 closes three (two missed), 8 and a
+# new task 9 close their first; then the loader unloads.
+echo "[$(T 7 3 4 4 0 0 0),$(T 8 0 4 4 0 0 0)]" >"$work/dumps/dump1.json"
+echo "[$(T 7 4 5 4 900000 100000 9000),$(T 8 0 3 4 0 0 0)]" >"$work/dumps/dump2.json"
+cp "$work/dumps/dump2.json" "$work/dumps/dump3.json"
+echo "[$(T 7 7 6 5 950000 50000 9500),$(T 8 1 3 4 100000 900000 1000),$(T 9 1 4 4 500000 500000 5000)]" >"$work/dumps/dump4.json"
+setstate enabled hpc
+timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" \
+	--perfetto "$work/t.json" --paraver "$work/t" --duration 1e6 --sample-ms 1 >"$work/o" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "4 iteration(s) of 3 task(s)" "$work/o"; then
+	ok "hpcctl scx: trace records the sampled map until scx_hpc unloads"
+else
+	nok "hpcctl scx: trace records the sampled map until scx_hpc unloads" "exit $rc: $(head -c 600 "$work/o")"
+fi
+check_record() {
+	python3 - "$work/t.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+h, end = lines[0], lines[-1]
+assert h["source"] == "scx" and h["settings"]["heuristic"] == "adaptive", h
+assert h["settings"]["sample_ms"] == 1, h
+tasks = [l["pid"] for l in lines if l.get("type") == "task"]
+assert tasks == [7, 8, 9], tasks
+it = [(l["pid"], l["iteration"], l["old_prio"], l["prio"], l["run_ns"], l["wait_ns"], l["util"])
+      for l in lines if l.get("type") == "iteration"]
+want = [(7, 4, 4, 5, 900000, 100000, 9000), (7, 7, 5, 6, 950000, 50000, 9500),
+        (8, 1, 3, 3, 100000, 900000, 1000), (9, 1, 4, 4, 500000, 500000, 5000)]
+assert it == want, it
+pr = [(l["pid"], l["old_prio"], l["prio"]) for l in lines if l.get("type") == "priority"]
+assert pr == [(8, 4, 3)], pr
+assert end["type"] == "end" and end["missed"] == 2, end
+assert end["reason"] == "scx_hpc unloaded (sched_ext state disabled)", end
+PY
+}
+if out=$(check_record 2>&1); then ok "hpcctl scx: the record: task lines, iterations, the judgement, missed"; else nok "hpcctl scx: the record: task lines, iterations, the judgement, missed" "$out"; fi
+if [ -s "$work/t.json" ] && [ -s "$work/t.prv" ] && [ -s "$work/t.pcf" ] && [ -s "$work/t.row" ] &&
+   python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; assert any(x.get("name")=="compute" for x in e)' "$work/t.json"; then
+	ok "hpcctl scx: trace writes the Perfetto and Paraver exports"
+else
+	nok "hpcctl scx: trace writes the Perfetto and Paraver exports" "$(ls -l "$work")"
+fi
+expect "report of an scx record: sampled, the priorities in turn" 0 "scx_hpc (sched_ext, sampled)" "$hpcctl" report "$work/t.jsonl"
+expect "report of an scx record: pid 7 4>5>6" 0 "4>5>6" "$hpcctl" report "$work/t.jsonl"
+
+# a loader that prints something else than its map: exit 1, no file
+rm -f "$work/t.jsonl" "$work/dumps/calls"
+echo "[$(T 7 3 4 4 0 0 0)]" >"$work/dumps/dump1.json"
+echo "not json" >"$work/dumps/dump2.json"
+setstate enabled hpc
+expect "trace with a loader printing no JSON: exit 1" 1 "printed no JSON" \
+	timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" --duration 1e6 --sample-ms 1
+check_nofile "trace with a loader printing no JSON"
+rm -f "$work/dumps/calls"
+echo '[{"pid":7}]' >"$work/dumps/dump2.json"
+setstate enabled hpc
+expect "trace with an entry missing fields: exit 1, names it" 1 "entry 1: \"tgid\"" \
+	timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" --duration 1e6 --sample-ms 1
+check_nofile "trace with an entry missing fields"
 
 echo "1..$n"
 [ $failed -eq 0 ]

@@ -149,7 +149,7 @@ TEST(TraceRecord, RefusesWhatIsNotARecordSayingWhere)
 		 "line 1: trace format version 2 is newer"},
 		{R"({"format":"hpcsched-trace","version":1,"source":"bpf","start_ns":0})"
 		 "\n",
-		 "line 1: \"source\" must be hpcd or kernel"},
+		 "line 1: \"source\" must be hpcd, kernel or scx"},
 		{R"({"format":"hpcsched-trace","version":1,"source":"hpcd"})"
 		 "\n",
 		 "line 1: no \"start_ns\""},
@@ -485,4 +485,170 @@ TEST(TraceExport, AnIterationBeforeTheStartMovesTheOrigin)
 	EXPECT_NE(pv.prv.find("\n1:0:1:1:1:0:80:1\n"), std::string::npos) << pv.prv;
 	EXPECT_NE(pv.prv.find("\n1:0:1:1:1:80:110:3\n"), std::string::npos) << pv.prv;
 	EXPECT_EQ(pv.prv.rfind("#Paraver (01/01/70 at 00:00):110_ns:1(1):1:1(1:1)\n", 0), 0u);
+}
+
+// ---- scx_hpc's per-task map, sampled ---------------------------------------------
+
+namespace
+{
+
+json scx_entry(int pid, uint64_t iters, uint32_t prio, uint32_t prev, uint64_t run = 0,
+	       uint64_t wait = 0, uint32_t util = 0, int exited = 0)
+{
+	return json{{"pid", pid},           {"tgid", pid},
+		    {"comm", "app"},        {"cpu", 1},
+		    {"prio", prio},         {"prev_prio", prev},
+		    {"iterations", iters},  {"judgements", 0},
+		    {"last_util", util},    {"global_util", util},
+		    {"heur_util", util},    {"last_run_ns", run},
+		    {"last_wait_ns", wait}, {"throttled_ns", 0},
+		    {"run_ns", run},        {"exited", exited}};
+}
+
+std::vector<tr::ScxTask> scx(std::initializer_list<json> entries)
+{
+	return tr::parse_scx_tasks(json(entries));
+}
+
+} // namespace
+
+TEST(ScxSampler, TheLoadersDumpIsParsedAndBadEntriesNamed)
+{
+	auto t = scx({scx_entry(7, 3, 5, 4, 900, 100, 9000)});
+	ASSERT_EQ(t.size(), 1u);
+	EXPECT_EQ(t[0].pid, 7);
+	EXPECT_EQ(t[0].comm, "app");
+	EXPECT_EQ(t[0].nr_iter, 3u);
+	EXPECT_EQ(t[0].prio, 5u);
+	EXPECT_EQ(t[0].prev_prio, 4u);
+	EXPECT_EQ(t[0].last_run_ns, 900u);
+	EXPECT_EQ(t[0].last_wait_ns, 100u);
+	EXPECT_EQ(t[0].last_util, 9000u);
+	EXPECT_EQ(t[0].cpu, 1);
+	EXPECT_FALSE(t[0].exited);
+
+	auto refuses = [](json dump, const std::string &what) {
+		try {
+			tr::parse_scx_tasks(dump);
+			ADD_FAILURE() << "accepted " << dump.dump();
+		} catch (const std::runtime_error &e) {
+			EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+		}
+	};
+	refuses(json::object(), "not a JSON array");
+	json e = scx_entry(7, 3, 5, 4);
+	e.erase("iterations");
+	refuses(json::array({scx_entry(8, 1, 4, 4), e}), "entry 2: \"iterations\"");
+	e = scx_entry(7, 3, 5, 4, 0, 0, 10001); // util above 100 %
+	refuses(json::array({e}), "\"last_util\"");
+	e = scx_entry(7, 3, 5, 4);
+	e["prio"] = -1;
+	refuses(json::array({e}), "\"prio\"");
+	refuses(json::array({scx_entry(0, 1, 4, 4)}), "pid 0");
+}
+
+TEST(ScxSampler, BaselineThenIterationsPriorityChangesAndMissed)
+{
+	tr::ScxSampler s;
+	// Baseline: pid 7 has closed 3 iterations before the trace, pid 8 none.
+	auto out = s.sample(scx({scx_entry(7, 3, 4, 4), scx_entry(8, 0, 4, 4)}), 1000);
+	EXPECT_TRUE(out.tasks.empty());
+	EXPECT_TRUE(out.iters.empty());
+	EXPECT_TRUE(out.prios.empty());
+
+	// Nothing changed: nothing recorded.
+	out = s.sample(scx({scx_entry(7, 3, 4, 4), scx_entry(8, 0, 4, 4)}), 2000);
+	EXPECT_TRUE(out.tasks.empty() && out.iters.empty() && out.prios.empty());
+
+	// pid 7 closes one iteration and rises to 5; pid 8 is judged down to 3.
+	out = s.sample(scx({scx_entry(7, 4, 5, 4, 900, 100, 9000), scx_entry(8, 0, 3, 4)}), 3000);
+	ASSERT_EQ(out.tasks.size(), 2u);
+	EXPECT_EQ(out.tasks[0].pid, 7);
+	EXPECT_EQ(out.tasks[0].source, "scx");
+	EXPECT_EQ(out.tasks[0].prio, 4u);
+	EXPECT_EQ(out.tasks[0].name, "app");
+	ASSERT_EQ(out.iters.size(), 1u);
+	const auto &i = out.iters[0];
+	EXPECT_EQ(i.pid, 7);
+	EXPECT_EQ(i.iteration, 4u);
+	EXPECT_EQ(i.end_ns, 3000u);
+	EXPECT_EQ(i.run_ns, 900u);
+	EXPECT_EQ(i.wait_ns, 100u);
+	EXPECT_EQ(i.start_ns(), 2000u);
+	EXPECT_EQ(i.util, 9000u);
+	EXPECT_EQ(i.old_prio, 4u);
+	EXPECT_EQ(i.prio, 5u);
+	ASSERT_EQ(out.prios.size(), 1u);
+	EXPECT_EQ(out.prios[0].pid, 8);
+	EXPECT_EQ(out.prios[0].at_ns, 3000u);
+	EXPECT_EQ(out.prios[0].old_prio, 4u);
+	EXPECT_EQ(out.prios[0].prio, 3u);
+	EXPECT_EQ(out.missed, 0u);
+
+	// Three more iterations of pid 7 between two samples: one record, two
+	// missed; its old priority is the last sampled one. Task lines only once.
+	out = s.sample(scx({scx_entry(7, 7, 6, 5, 950, 50, 9500), scx_entry(8, 0, 3, 4)}), 4000);
+	EXPECT_TRUE(out.tasks.empty());
+	ASSERT_EQ(out.iters.size(), 1u);
+	EXPECT_EQ(out.iters[0].iteration, 7u);
+	EXPECT_EQ(out.iters[0].old_prio, 5u);
+	EXPECT_EQ(out.iters[0].prio, 6u);
+	EXPECT_EQ(out.missed, 2u);
+	EXPECT_TRUE(out.prios.empty());
+}
+
+TEST(ScxSampler, NewTasksCountFromZeroAndAReusedPidStartsOver)
+{
+	tr::ScxSampler s;
+	s.sample({}, 1000);
+	// A task that started after the baseline and has closed two iterations.
+	auto out = s.sample(scx({scx_entry(9, 2, 5, 4, 10, 20)}), 2000);
+	ASSERT_EQ(out.tasks.size(), 1u);
+	EXPECT_EQ(out.tasks[0].prio, 4u); // its prev_prio
+	ASSERT_EQ(out.iters.size(), 1u);
+	EXPECT_EQ(out.iters[0].old_prio, 4u);
+	EXPECT_EQ(out.missed, 1u);
+	// pid 9 again with fewer iterations: another task with the same pid.
+	out = s.sample(scx({scx_entry(9, 1, 4, 4, 10, 20)}), 3000);
+	ASSERT_EQ(out.tasks.size(), 1u); // described again: another task
+	EXPECT_EQ(out.tasks[0].pid, 9);
+	ASSERT_EQ(out.iters.size(), 1u);
+	EXPECT_EQ(out.iters[0].iteration, 1u);
+	EXPECT_EQ(out.missed, 0u);
+	// run + wait longer than the clock: clamped, never before zero.
+	out = s.sample(scx({scx_entry(9, 2, 4, 4, 5000, 5000)}), 4000);
+	ASSERT_EQ(out.iters.size(), 1u);
+	EXPECT_EQ(out.iters[0].start_ns(), 0u);
+}
+
+TEST(ScxSampler, ItsRecordReadsBackAndReportsAsSampled)
+{
+	tr::ScxSampler s;
+	tr::Trace t;
+	t.source = "scx";
+	t.start_ns = 1000;
+	std::string rec = tr::header_line(t) + "\n";
+	s.sample(scx({scx_entry(7, 0, 4, 4), scx_entry(8, 0, 4, 4)}), 1000);
+	for (uint64_t k = 1; k <= 3; k++) {
+		auto out = s.sample(
+			scx({scx_entry(7, k, 4 + static_cast<uint32_t>(k) / 2, 4, 80, 20, 8000),
+			     scx_entry(8, k, 4, 4, 20, 80, 2000)}),
+			1000 + 100 * k);
+		for (auto &x : out.tasks)
+			rec += tr::task_line(x) + "\n";
+		for (auto &x : out.iters)
+			rec += tr::iter_line(x) + "\n";
+	}
+	t.end_ns = 1400;
+	t.reason = "scx_hpc unloaded (sched_ext state disabled)";
+	rec += tr::end_line(t) + "\n";
+	std::string err;
+	auto back = parse(rec, err);
+	ASSERT_TRUE(back) << err << "\n" << rec;
+	EXPECT_EQ(back->source, "scx");
+	EXPECT_EQ(back->iters.size(), 6u);
+	const std::string table = tr::report_table(*back);
+	EXPECT_NE(table.find("scx_hpc (sched_ext, sampled)"), std::string::npos) << table;
+	EXPECT_NE(table.find("4>5"), std::string::npos) << table;
+	EXPECT_FALSE(tr::to_perfetto(*back).dump().empty());
 }
