@@ -5,12 +5,32 @@
 #                 hpcd Adaptive, gains vs the simulator's; hpcd's CPU cost per
 #                 task; libhpcmon's cost per MPI call; weight mode on a balanced
 #                 MetBench vs no hpcd (bench/bench.sh; as root, ~6 min on 2 CPUs);
-#                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk)
+#                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
+#                 then scx_hpc beside scx_simple in the QEMU guest (bench-scx:
+#                 make scx-bench, sched_ext/scx.mk) when the guest kernel image
+#                 is there, its ratios appended to the summary; skipped (and
+#                 said why) without it
 
 BENCH_DIR ?= $(BUILD)/bench-results
 
-.PHONY: bench
+SCX_BENCH_IMAGE ?= $(TOP)/build-kernel/bzImage
+
+.PHONY: bench bench-scx
 
 bench: build
 	@bench/bench.sh $(BUILD) $(BENCH_DIR)
 	@$(MAKE) --no-print-directory bench-hpclb
+	@$(MAKE) --no-print-directory bench-scx
+
+bench-scx:
+	@mkdir -p $(BENCH_DIR)
+	@if [ ! -e $(SCX_BENCH_IMAGE) ]; then \
+		echo "== scx_hpc vs scx_simple: skipped: no guest kernel image $(SCX_BENCH_IMAGE) (make kernel builds it)" | \
+			tee -a $(BENCH_DIR)/summary.txt; \
+	else \
+		echo "== scx_hpc vs scx_simple (make scx-bench; log in $(BENCH_DIR)/scx-bench.log)"; \
+		rm -f $(SCX_OUT)/bench.txt; \
+		$(MAKE) --no-print-directory scx-bench >$(BENCH_DIR)/scx-bench.log 2>&1 || \
+			{ tail -n 20 $(BENCH_DIR)/scx-bench.log >&2; echo "bench: make scx-bench failed" >&2; exit 1; }; \
+		/usr/bin/python3 bench/summary.py --scx $(SCX_OUT)/bench.txt | tee -a $(BENCH_DIR)/summary.txt; \
+	fi

@@ -3,6 +3,7 @@
 
 usage: summary.py OUT_DIR --hpcsim BIN --rounds N --loads L --iterations I -k K
                   --balanced L --calls C
+       summary.py --scx BENCH_TXT     (make bench-scx: scx_hpc beside scx_simple)
 
 OUT_DIR/{metbench,metbenchvar,balanced}/<round>/ hold what
 tools/hpcd/metbench-3ways.sh keeps per way (W.json, W.log); overhead-*.txt
@@ -142,7 +143,51 @@ def overhead(out, calls):
     return "\n".join(lines)
 
 
+SCX_MEDIANS = {
+    "switch": re.compile(r"median BPF ns per context switch ratio hpc/simple: ([0-9.]+)"),
+    "share": re.compile(r"median BPF share of CPU time: hpc ([0-9.]+) %, simple ([0-9.]+) %"),
+    "wall": re.compile(r"median workload wall time ratio hpc/simple: ([0-9.]+)"),
+}
+SCX_TOTAL = re.compile(r"^total\s+(\d+) programs, xlated (\d+) insns, verified (\d+) insns")
+
+
+def scx(path):
+    """make scx-bench's table (sched_ext/tests/bench-cases/90-scx-bench.sh) as
+    the summary's lines: scx_hpc's costs over scx_simple's in the same boot."""
+    try:
+        text = open(path).read().splitlines()
+    except OSError as e:
+        sys.exit("summary.py: cannot read %s: %s" % (path, e.strerror))
+    got, total = {}, None
+    rounds_run = sum(1 for line in text if re.match(r"round \d+ ", line))
+    for line in text:
+        for k, rx in SCX_MEDIANS.items():
+            m = rx.search(line)
+            if m:
+                got[k] = [float(x) for x in m.groups()]
+        total = SCX_TOTAL.match(line) or total
+    missing = [k for k in SCX_MEDIANS if k not in got]
+    if missing or not rounds_run:
+        sys.exit("summary.py: %s is not a complete scx-bench result (missing: %s)" % (
+            path, ", ".join(missing or ["rounds"])))
+    hs, ss = got["share"]
+    lines = ["scx_hpc beside scx_simple (sched_ext in the QEMU guest, one boot, %d round(s), "
+             "medians; per callback: %s):" % (rounds_run, path),
+             "  BPF time per context switch: scx_hpc / scx_simple = %.3f" % got["switch"][0],
+             "  BPF share of CPU time: %.3f %% vs %.3f %% (%.3f)" % (hs, ss, hs / ss if ss else 0),
+             "  workload wall time: scx_hpc / scx_simple = %.3f" % got["wall"][0]]
+    if total:
+        lines.append("  scx_hpc: %s BPF programs, %s instructions (xlated), %s verified" %
+                     total.groups())
+    return "\n".join(lines)
+
+
 def main():
+    if sys.argv[1:2] == ["--scx"]:
+        if len(sys.argv) != 3:
+            sys.exit("usage: summary.py --scx BENCH_TXT")
+        print(scx(sys.argv[2]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--hpcsim", required=True)
