@@ -50,6 +50,42 @@ if [ $rc -eq 0 ] && [ -n "$ref" ] && [ "$(sed -n 's/^checksum //p' "$tmp/refine"
 else
 	nok "stencil2d across nodes: exit $rc, $moves moves, checksum vs $ref" "$tmp/refine"
 fi
+# DRUM over the cluster: the launcher names each node after its namespace,
+# so the discovered tree has one computing node per namespace; the XML tree
+# with those names maps the same way.
+HPCLB_DEBUG=1 crun -x HPCLB_DEBUG -np 3 "$app" --n 240 --blocks 12 --iters 30 --lb-every 10 \
+	--mode drum --monitor-period 0.01 >"$tmp/drum" 2>&1
+rc=$?
+found=0
+for i in 0 1 2; do
+	grep -q "^hpclb: drum rank $i node $((i + 1)) ($name-n$i) share" "$tmp/drum" && found=$((found + 1))
+done
+if [ $rc -eq 0 ] && [ $found -eq 3 ]; then
+	ok "drum across 3 nodes: a discovered computing node per namespace"
+else
+	nok "drum discovered tree on the cluster: exit $rc, $found of 3 nodes" "$tmp/drum"
+fi
+{
+	echo '<machinemodel numnode="6">'
+	echo '<node type="NETWORK_NODE" name="0" description="br" childrenNum="2" children="1;2;" IsMonitorable="1"/>'
+	echo '<node type="NETWORK_NODE" name="1" description="rack1" childrenNum="2" children="3;4;" IsMonitorable="1"/>'
+	echo '<node type="NETWORK_NODE" name="2" description="rack2" childrenNum="1" children="5;" IsMonitorable="1"/>'
+	for i in 0 1 2; do
+		echo "<node type=\"COMPUTING_NODE\" name=\"$((i + 3))\" description=\"$name-n$i\" childrenNum=\"0\" children=\";\" IsMonitorable=\"1\" mflops=\"100\"/>"
+	done
+	echo '</machinemodel>'
+} >"$tmp/cl.xml"
+HPCLB_DEBUG=1 crun -x HPCLB_DEBUG -np 3 "$app" --n 240 --blocks 12 --iters 30 --lb-every 10 \
+	--mode drum --machine "$tmp/cl.xml" >"$tmp/drumx" 2>&1
+rc=$?
+# Equal MFLOPS: rack1 and rack2 get half each (w_dynamic is 0 at the first
+# step); inside rack1, n0 and n1 a quarter each.
+if [ $rc -eq 0 ] && grep -q "^hpclb: drum rank 2 node 5 ($name-n2) share" "$tmp/drumx" &&
+	grep -q "^hpclb: drum rank 0 node 3 ($name-n0) share" "$tmp/drumx"; then
+	ok "drum across 3 nodes with the XML tree (2 racks): ranks mapped by namespace"
+else
+	nok "drum XML tree on the cluster: exit $rc" "$tmp/drumx"
+fi
 # A node's CPU quota is set on its cgroup, and refused for unknown nodes.
 if "$cl" quota 1 25 "$name" && "$cl" quota 1 100 "$name" && ! "$cl" quota 7 50 "$name" 2>"$tmp/q" &&
 	grep -q "no node 7" "$tmp/q"; then
