@@ -202,6 +202,28 @@ if [ $rc -ne 0 ] && grep -q "monitor period must be in \[0.001, 60\]" "$tmp/dper
 else
 	nok "drum bad monitor period: exit $rc" "$tmp/dper"
 fi
+# f_p measured once (default) or again at every LB step (--remeasure).
+freqs() { sed -n 's/^hpclb: rank 1 freq \([^ ]*\) .*/\1/p' "$1" | sort -u | wc -l; }
+HPCLB_DEBUG=1 timeout -k 5 120 mpirun $root --oversubscribe -np 2 -x HPCLB_DEBUG "$app" --n 256 \
+	--blocks 8 --iters 40 --lb-every 10 --mode refine >"$tmp/f1" 2>&1
+rc1=$?
+HPCLB_DEBUG=1 timeout -k 5 120 mpirun $root --oversubscribe -np 2 -x HPCLB_DEBUG "$app" --n 256 \
+	--blocks 8 --iters 40 --lb-every 10 --mode refine --remeasure 0.01 >"$tmp/f2" 2>&1
+rc2=$?
+steps=$(grep -c "^hpclb: rank 1 freq" "$tmp/f2")
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(freqs "$tmp/f1")" -eq 1 ] && [ "$steps" -ge 3 ] &&
+	[ "$(freqs "$tmp/f2")" -ge 2 ]; then
+	ok "f_p: one measure without --remeasure; $(freqs "$tmp/f2") different ones over $steps steps with it"
+else
+	nok "f_p re-measure: exit $rc1/$rc2, $(freqs "$tmp/f1") and $(freqs "$tmp/f2") values" "$tmp/f2"
+fi
+run 2 "$tmp/fbad" --mode refine --remeasure 20
+rc=$?
+if [ $rc -ne 0 ] && grep -q "re-measure time must be 0 (off) or in \[0.001, 10\] s" "$tmp/fbad"; then
+	ok "a bad re-measure time is refused with a message"
+else
+	nok "bad re-measure time: exit $rc" "$tmp/fbad"
+fi
 # Bad arguments: a clear error, exit 2, on every rank count.
 run 2 "$tmp/bad" --mode fastest
 rc=$?
