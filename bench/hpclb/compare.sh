@@ -4,6 +4,8 @@
 #   hetero  node 1 at BENCH_QUOTA % CPU (cgroup quota) from the start
 #   interf  a busy process joins node 1 BENCH_INTERF_AT s after the start
 #   both    the two together
+# Methods: none, refine, refine-fp (the refinement with f_p measured again at
+# every LB step for 0.05 s, --remeasure), container, drum.
 # Each round runs every method of a condition one after the other (side by
 # side); medians over BENCH_HPCLB_REPEAT rounds (2). Printed: time, residual imbalance
 # (mean max/avg of the last half of the LB steps), LB steps to recover after
@@ -29,9 +31,13 @@ echo "== libhpclb: Stencil2D ${n}x${n}, 256 blocks, $iters iterations, LB every 
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
 	for cond in hetero interf both; do
-		for m in none refine container drum; do
+		for m in none refine refine-fp container drum; do
 			"$cl" quota 1 100 $name
 			case $cond in hetero | both) "$cl" quota 1 "$quota" $name ;; esac
+			case $m in
+			refine-fp) margs=(--mode refine --remeasure 0.05) ;;
+			*) margs=(--mode "$m") ;;
+			esac
 			f=$out/$cond-$m-$r.txt
 			start=$(date +%s.%N)
 			echo "start $start" >"$f"
@@ -42,7 +48,7 @@ for r in $(seq "$reps"); do
 				;;
 			esac
 			timeout -k 5 600 "$cl" mpirun $name -- -np 2 "$app" --n "$n" --blocks 16 \
-				--iters "$iters" --lb-every 10 --mode "$m" >>"$f" 2>&1 ||
+				--iters "$iters" --lb-every 10 "${margs[@]}" >>"$f" 2>&1 ||
 				{ echo; cat "$f" >&2; echo "bench-hpclb: $cond/$m failed" >&2; exit 1; }
 			if [ -n "$bpid" ]; then
 				wait "$bpid" || true

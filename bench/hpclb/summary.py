@@ -40,7 +40,7 @@ def main():
         s1 = nominal[cond]
         theory = 1 - 2 * s1 / (1 + s1)
         base = None
-        for m in ("none", "refine", "container", "drum"):
+        for m in ("none", "refine", "refine-fp", "container", "drum"):
             times, resid, recover = [], [], []
             for r in range(1, a.rounds + 1):
                 steps, t, interf = parse(out / f"{cond}-{m}-{r}.txt")
