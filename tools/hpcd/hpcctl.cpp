@@ -1322,8 +1322,14 @@ void scx_sample(const Opts &o, trace::ScxSampler &sampler, Recorder &r, uint64_t
 {
 	ScxOut out = scx_call(o, {"--dump-tasks", "--json"});
 	if (out.status != 0) {
+		// An unloading scx_hpc loses its maps before sched_ext's state
+		// leaves "enabled": give the state up to a second to follow.
 		std::string ops;
-		const std::string state = scx_state(&ops);
+		std::string state = scx_state(&ops);
+		for (int i = 0; i < 20 && state == "enabled" && ops == "hpc"; i++) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+			state = scx_state(&ops);
+		}
 		if (state != "enabled" || ops != "hpc") {
 			reason = "scx_hpc unloaded (sched_ext state " + state +
 				 (ops.empty() || ops == "none" ? "" : ", " + ops) + ")";
