@@ -23,28 +23,16 @@
 #include <memory>
 #include <mpi.h>
 
+#include "launch.hpp"
+
 using namespace btmz;
 using json = nlohmann::json;
 
 namespace
 {
 
-bool launcher_rank_is_zero()
-{
-	for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-		const char *s = getenv(v);
-		if (s)
-			return atoi(s) == 0;
-	}
-	return true;
-}
-
-uint64_t now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
+using hpcbench::launcher_rank_is_zero;
+using hpcbench::now_ns;
 
 // Verification values: per variable, the root mean square of u over the
 // whole grid after `steps` steps. They do not depend on the number of

@@ -9,21 +9,14 @@
 #include <ctime>
 #include <mpi.h>
 
+#include "launch.hpp"
+
 using namespace metbench;
 
 namespace
 {
 
-// Rank of this process as the launcher tells it, before MPI_Init.
-bool launcher_rank_is_zero()
-{
-	for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-		const char *s = getenv(v);
-		if (s)
-			return atoi(s) == 0;
-	}
-	return true;
-}
+using hpcbench::launcher_rank_is_zero;
 
 class MpiSync : public Sync
 {

@@ -19,28 +19,16 @@
 #include <fstream>
 #include <mpi.h>
 
+#include "launch.hpp"
+
 using namespace siesta;
 using json = nlohmann::json;
 
 namespace
 {
 
-bool launcher_rank_is_zero()
-{
-	for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-		const char *s = getenv(v);
-		if (s)
-			return atoi(s) == 0;
-	}
-	return true;
-}
-
-uint64_t now_ns()
-{
-	timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
+using hpcbench::launcher_rank_is_zero;
+using hpcbench::now_ns;
 
 // One work unit: a 32x32 matrix times a vector (1024 multiply-adds), the
 // vector fed back so the compiler cannot skip it.
