@@ -55,7 +55,11 @@ static struct hpc_conf __rcu *hpc_conf_ptr = RCU_INITIALIZER(&hpc_conf_boot);
 static DEFINE_MUTEX(hpc_conf_mutex);
 
 /* What applies the priorities. */
+#ifdef CONFIG_SCHED_HPC_POWER
+static const struct hpc_backend *const hpc_backend = &hpc_power_backend;
+#else
 static const struct hpc_backend *const hpc_backend = &hpc_emul_backend;
+#endif
 
 /*
  * Snapshot of the SCHED_HPC task running (or that ran last) on a CPU. The

@@ -33,6 +33,7 @@ struct hpc_backend {
 };
 
 extern const struct hpc_backend hpc_emul_backend;
+extern const struct hpc_backend hpc_power_backend;
 
 /* Services of the class for its backends (kernel/sched/hpc.c). */
 int hpc_cpu_sibling(int cpu);
