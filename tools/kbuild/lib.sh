@@ -3,11 +3,26 @@
 
 KB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$KB_DIR/../.." && pwd)
-BK=${BK:-$TOP/build-kernel}                  # all kernel build state lives here
+# KARCH picks the test kernel: x86_64 (default; build-kernel/) or ppc64le
+# (the POWER backend, cross-built; build-kernel/ppc64le/, its own tree).
+KARCH=${KARCH:-x86_64}
+case $KARCH in
+x86_64)
+	BK=${BK:-$TOP/build-kernel}          # all kernel build state lives here
+	KMAKE_ARCH=()
+	KCC=gcc ;;
+ppc64le)
+	BK=${BK:-$TOP/build-kernel/ppc64le}
+	KMAKE_ARCH=(ARCH=powerpc CROSS_COMPILE=powerpc64le-linux-gnu-)
+	KCC=powerpc64le-linux-gnu-gcc ;;
+*)
+	printf 'kbuild: ERROR: KARCH=%s: not x86_64 or ppc64le\n' "$KARCH" >&2
+	exit 2 ;;
+esac
 TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 PATCHDIR=$TOP/patches
 MIRROR=$TOP/kernel                           # repo kernel/ mirrors tree paths
-FRAGMENT=${KCONFIG_FRAGMENT:-$TOP/tests/guest/configs/x86_64.config}
+FRAGMENT=${KCONFIG_FRAGMENT:-$TOP/tests/guest/configs/$KARCH.config}
 JOBS=${JOBS:-$(nproc)}
 
 # Fixed identity for the commits we create, so that the pristine commit (and

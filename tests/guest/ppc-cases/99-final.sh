@@ -1,0 +1,1 @@
+../cases/99-final.sh

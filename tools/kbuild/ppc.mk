@@ -1,0 +1,34 @@
+# The POWER backend's test kernel and guest (included by the top-level
+# Makefile): the same series cross-built for ppc64le (pseries, POWER9) and
+# booted under qemu-system-ppc64 (TCG). See tools/kbuild/README.md.
+#
+#   make kernel-ppc        build-kernel/ppc64le/vmlinux.ppc64le
+#   make guest-initrd-ppc  build-kernel/ppc64le/initrd.gz from tests/guest/ppc-cases
+#   make guest-run-ppc     boot once (CASES='glob' APPEND='...')
+#   make guest-shell-ppc   interactive ppc64le guest (Ctrl-A X quits)
+
+PPC_BK  := $(CURDIR)/build-kernel/ppc64le
+PPC_ENV := BK=$(PPC_BK) GUEST_CASES=$(CURDIR)/tests/guest/ppc-cases \
+	GUEST_CC=powerpc64le-linux-gnu-gcc BUSYBOX_RUN=qemu-ppc64le-static
+
+CHECK_SUITES += guest-ppc64le
+
+.PHONY: kernel-ppc guest-initrd-ppc guest-run-ppc guest-shell-ppc check-guest-ppc64le
+
+kernel-ppc:
+	@KARCH=ppc64le $(KBUILD_DIR)/kbuild build
+
+guest-initrd-ppc:
+	@$(PPC_ENV) BUSYBOX=$$($(KBUILD_DIR)/ppc-busybox) $(GUEST_DIR)/mkinitramfs
+
+guest-run-ppc: kernel-ppc guest-initrd-ppc
+	@$(GUEST_DIR)/run-qemu --arch ppc64le --smp $(SMP) $(if $(CASES),--cases '$(CASES)') \
+		$(if $(APPEND),--append '$(APPEND)')
+
+guest-shell-ppc: kernel-ppc guest-initrd-ppc
+	@$(GUEST_DIR)/run-qemu --arch ppc64le --shell --smp $(SMP) \
+		$(if $(APPEND),--append '$(APPEND)')
+
+# Logs: $(RESULTS)/guest-ppc64le.log (console), guest-ppc64le.tap.
+check-guest-ppc64le: kernel-ppc guest-initrd-ppc
+	@tests/run-suite guest-ppc64le -- $(GUEST_DIR)/run-qemu --arch ppc64le --name ppc64le --smp 2
