@@ -42,9 +42,9 @@ SCX_LDLIBS  = $(SCX_LIBBPF) -lelf -lz -pthread
 SCX_TARGETS := $(SCX_BIN)/scx_hpc $(SCX_BIN)/scx_simple $(SCX_BIN)/scx_metbench \
 	$(SCX_BIN)/scx_stress $(SCX_BIN)/scx_follow $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh
 
-CHECK_SUITES += scx-host scx-guest
+CHECK_SUITES += scx-host scx-guest scx-guest-smp4
 
-.PHONY: scx scx-tools scx-hpcctl scx-guest-initrd scx-bench scx-guest-run check-scx-host check-scx-guest
+.PHONY: scx scx-tools scx-hpcctl scx-guest-initrd scx-bench scx-guest-run check-scx-host check-scx-guest check-scx-guest-smp4
 
 scx: $(SCX_TARGETS)
 
@@ -158,3 +158,8 @@ check-scx-host: kernel scx
 check-scx-guest: kernel scx-guest-initrd
 	@tests/run-suite scx-guest -- tests/guest/run-qemu --name scx-smp2 --smp 2 \
 		--initrd $(SCX_OUT)/initrd.gz --cases '5*-scx-*'
+
+# Placement over emulated cores needs two of them: 4 CPUs, the balance case.
+check-scx-guest-smp4: kernel scx-guest-initrd
+	@tests/run-suite scx-guest-smp4 -- tests/guest/run-qemu --name scx-smp4 --smp 4 \
+		--initrd $(SCX_OUT)/initrd.gz --cases '55-scx-balance*'

@@ -22,9 +22,10 @@
  * Queueing: one DSQ per CPU (id = CPU), FIFO order; RR with a tunable slice
  * (slice_us) or FIFO (infinite slice, a task runs until it sleeps or its
  * CPU is throttled). ops.select_cpu places an unpinned waking task on the
- * allowed CPU with the fewest queued + running HPC tasks (prev CPU on a
- * tie); ops.dispatch pulls from the busiest other CPU's queue when its own
- * is empty.
+ * allowed CPU with the fewest queued + running HPC tasks, among those on
+ * the emulated core with the fewest (prev CPU on a tie), as the kernel
+ * class does; ops.dispatch pulls from the busiest other CPU's queue when
+ * its own is empty.
  *
  * Mechanism: x86 SMT emulation by bandwidth. CPUs 2k and 2k+1 form an
  * emulated core. In every period (period_us, aligned on the monotonic
@@ -359,6 +360,20 @@ static void charge(struct scx_hpc_cpu *c, u64 now)
 
 /* --------------------------------------------------------------- ops */
 
+/*
+ * HPC tasks on @cpu: queued + running, a throttled CPU counts one more; 0
+ * for a CPU that does not exist or is offline.
+ */
+static u64 cpu_load(s32 cpu, struct scx_hpc_cpu *c)
+{
+	if (!c || !c->online || cpu >= nr_cpus)
+		return 0;
+	return (u64)scx_bpf_dsq_nr_queued(cpu) + c->running + c->throttled;
+}
+
+/* Above any emulated core's count: the CPU's own load decides first. */
+#define SCX_HPC_CORE_SHIFT	34
+
 s32 BPF_STRUCT_OPS(hpc_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
@@ -380,9 +395,9 @@ s32 BPF_STRUCT_OPS(hpc_select_cpu, struct task_struct *p, s32 prev_cpu,
 		c = get_cpu(cpu);
 		if (!c || !c->online)
 			continue;
-		/* queued + running, a throttled CPU counts one more; x2 and
-		 * +1 off prev_cpu so that prev_cpu wins ties */
-		load = (u64)scx_bpf_dsq_nr_queued(cpu) + c->running + c->throttled;
+		/* the CPU first, then its emulated core, then prev_cpu wins */
+		load = (cpu_load(cpu, c) << SCX_HPC_CORE_SHIFT) +
+		       cpu_load(cpu, c) + cpu_load(cpu ^ 1, get_cpu(cpu ^ 1));
 		load = load * 2 + (cpu != prev_cpu);
 		if (load < best_load) {
 			best_load = load;

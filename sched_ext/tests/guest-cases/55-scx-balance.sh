@@ -1,7 +1,8 @@
 #!/bin/sh
 # Task-count balancing of scx_hpc: 4 unpinned SCHED_EXT spinners (forked
 # from one parent) must run on both CPUs, about evenly (select_cpu places them on the
-# least loaded CPU, dispatch pulls from the busiest queue).
+# least loaded CPU, dispatch pulls from the busiest queue). With 4 CPUs (the
+# scx-guest-smp4 suite) 2 spinners must also land on different emulated cores.
 # guest-timeout: 60
 [ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx balance: no scx image (make scx-guest-initrd)"; exit 1; }
 . /usr/local/share/scx_hpc/lib.sh
@@ -22,4 +23,21 @@ check "balanced within 2x (cpu0 $r0, cpu1 $r1 ns)" awk -v a="${r0:-0}" -v b="${r
 $SCX_HPC --stats-once | sed 's/^/# /'
 stop_hpc
 check "clean unload" test $? = 0
+
+# With two emulated cores (4 CPUs: cores 0-1 and 2-3), two spinners go to
+# different cores: the least loaded CPU first, then the least loaded core.
+# On one core each would get only the model's 60 % of its CPU.
+if [ "$(nproc)" -ge 4 ]; then
+	start_hpc || { nok "scx_hpc enabled (4 CPUs)"; exit 1; }
+	/usr/local/bin/scx_stress -s -t 4 -n 2 > /tmp/bal2 2>&1
+	sed 's/^/# /' /tmp/bal2
+	$SCX_HPC --stats-once --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
+	r() { sed -n "$(($1 + 1))p" /tmp/cpus | json_field run_ns; }
+	c0=$(( $(r 0) + $(r 1) )); c1=$(( $(r 2) + $(r 3) ))
+	diag "HPC run time per emulated core: core0 ${c0}ns core1 ${c1}ns"
+	check "2 spinners on 2 emulated cores: both cores ran one (core0 $c0, core1 $c1 ns)" \
+		awk -v a="$c0" -v b="$c1" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b && b <= 2 * a) }'
+	stop_hpc
+	check "clean unload (4 CPUs)" test $? = 0
+fi
 exit $fail
