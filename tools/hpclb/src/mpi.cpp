@@ -503,15 +503,20 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 			avg /= c->size;
 			head[2] = avg > 0 ? mx / avg : 1;
 			head[3] = head[2];
-			if (c->mode == HPCLB_MODE_REFINE) {
-				auto probe = hpclb::refine(v, tasks, 0);
-				auto r = hpclb::refine(v, tasks, c->epsilon * probe.avg);
+			// Algorithm 1 with tolerance epsilon of the average load; its
+			// moves are the plan.
+			auto refine_moves = [&](const std::vector<hpclb::Vcpu> &speeds) {
+				auto probe = hpclb::refine(speeds, tasks, 0);
+				auto r = hpclb::refine(speeds, tasks, c->epsilon * probe.avg);
 				head[2] = r.imbalance_before;
 				head[3] = r.imbalance_after;
 				for (size_t i = 0; i < tasks.size(); i++)
 					if (r.proc[i] != tasks[i].proc)
 						c->moves.push_back(
 							{tasks[i].id, tasks[i].proc, r.proc[i]});
+			};
+			if (c->mode == HPCLB_MODE_REFINE) {
+				refine_moves(v);
 			} else if (c->mode == HPCLB_MODE_DRUM) {
 				// DRUM's shares (one computing node per rank), turned into
 				// a placement by the refinement: speeds proportional to the
@@ -547,14 +552,7 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 				std::vector<hpclb::Vcpu> dv;
 				for (int p = 0; p < c->size; p++)
 					dv.push_back({std::max(1e-9, shares[p] * c->size), 0});
-				auto probe = hpclb::refine(dv, tasks, 0);
-				auto r = hpclb::refine(dv, tasks, c->epsilon * probe.avg);
-				head[2] = r.imbalance_before;
-				head[3] = r.imbalance_after;
-				for (size_t i = 0; i < tasks.size(); i++)
-					if (r.proc[i] != tasks[i].proc)
-						c->moves.push_back(
-							{tasks[i].id, tasks[i].proc, r.proc[i]});
+				refine_moves(dv);
 			} else if (c->mode == HPCLB_MODE_CONTAINER) {
 				std::vector<hpclb::Host> h;
 				for (int p = 0; p < c->size; p++) {
