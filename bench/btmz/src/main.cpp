@@ -34,6 +34,16 @@ namespace
 using hpcbench::launcher_rank_is_zero;
 using hpcbench::now_ns;
 
+// The ids of the zones rank @r owns, as a JSON array.
+json zones_of(const std::vector<Zone> &zones, const std::vector<int> &owner, int r)
+{
+	json zs = json::array();
+	for (const Zone &z : zones)
+		if (owner[z.id] == r)
+			zs.push_back(z.id);
+	return zs;
+}
+
 // Verification values: per variable, the root mean square of u over the
 // whole grid after `steps` steps. They do not depend on the number of
 // ranks or on the mapping (each zone's arithmetic is the same wherever it
@@ -86,13 +96,9 @@ json layout_json(const ClassParams &p, const std::vector<Zone> &zones,
 				      {"rank", owner[z.id]}});
 	auto cells = rank_cells(zones, owner, nranks);
 	for (int r = 0; r < nranks; r++) {
-		json zs = json::array();
-		for (const Zone &z : zones)
-			if (owner[z.id] == r)
-				zs.push_back(z.id);
 		j["ranks"].push_back({{"rank", r},
 				      {"proc", "P" + std::to_string(r + 1)},
-				      {"zones", zs},
+				      {"zones", zones_of(zones, owner, r)},
 				      {"cells", cells[r]}});
 	}
 	j["messages_per_step"] = json::array();
@@ -262,13 +268,9 @@ int run(const Options &o, const ClassParams &p, Mapping m)
 	for (int r = 0; r < size; r++) {
 		const double *st = &stats[6 * r];
 		double sum = st[0] + st[1];
-		json zs = json::array();
-		for (const Zone &z : zones)
-			if (owner[z.id] == r)
-				zs.push_back(z.id);
 		j["ranks"].push_back({{"rank", r},
 				      {"proc", "P" + std::to_string(r + 1)},
-				      {"zones", zs},
+				      {"zones", zones_of(zones, owner, r)},
 				      {"cells", static_cast<long>(st[2])},
 				      {"compute_s", st[0] / 1e9},
 				      {"wait_s", st[1] / 1e9},
