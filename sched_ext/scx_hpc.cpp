@@ -767,33 +767,18 @@ int main(int argc, char **argv)
 	if (fifo)
 		knobs["queue"] = "fifo";
 	std::string err;
+	std::map<std::string, std::string> core;
 	for (auto &[k, v] : knobs) {
-		int id = hpc_param_lookup(k.c_str());
-		if (id < 0) {
-			if (!apply_knob(sp, k, v, err)) {
-				std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
-				return EXIT_USAGE;
-			}
-			continue;
-		}
-		uint32_t val;
-		if (!hpc::parse_param_value(id, v, val)) {
-			std::fprintf(stderr,
-				     "scx_hpc: invalid value: %s: '%s' is not a valid value%s\n",
-				     k.c_str(), v.c_str(),
-				     id == HPC_P_HEURISTIC ? " (uniform or adaptive)"
-							   : " (a whole number)");
+		if (hpc_param_lookup(k.c_str()) >= 0) {
+			core[k] = v;
+		} else if (!apply_knob(sp, k, v, err)) {
+			std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
 			return EXIT_USAGE;
 		}
-		hpc_param_put(&sp.core, id, val);
 	}
-	// Both weights given: take them as they are (the sum is then checked).
-	if (knobs.count("global_weight") && knobs.count("last_weight")) {
-		uint32_t g = 0, l = 0;
-		hpc::parse_param_value(HPC_P_GLOBAL_WEIGHT, knobs["global_weight"], g);
-		hpc::parse_param_value(HPC_P_LAST_WEIGHT, knobs["last_weight"], l);
-		sp.core.global_weight = g;
-		sp.core.last_weight = l;
+	if (!hpc::apply_values(sp.core, core, err)) {
+		std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
+		return EXIT_USAGE;
 	}
 	if (int e = hpc_params_check(&sp.core, &prio_range)) {
 		std::fprintf(stderr, "scx_hpc: invalid parameters: %s\n", hpc_param_err_str(e));

@@ -98,6 +98,35 @@ bool apply_setting(hpc_params &p, std::string_view setting, const hpc_prio_range
 	return true;
 }
 
+bool apply_values(hpc_params &p, const std::map<std::string, std::string> &kv, std::string &err)
+{
+	hpc_params next = p;
+	for (const auto &[key, val] : kv) {
+		int id = hpc_param_lookup(key.c_str());
+		uint32_t v;
+		if (id < 0) {
+			err = "unknown parameter '" + key + "'";
+			return false;
+		}
+		if (!parse_param_value(id, val, v)) {
+			err = key + ": '" + val + "' is not a valid value" +
+			      (id == HPC_P_HEURISTIC ? " (uniform or adaptive)"
+						     : " (a whole number)");
+			return false;
+		}
+		hpc_param_put(&next, id, v);
+	}
+	// Both weights given: as given (hpc_param_put made each the other's
+	// complement); the caller's check then sees their sum.
+	auto g = kv.find("global_weight"), l = kv.find("last_weight");
+	if (g != kv.end() && l != kv.end()) {
+		parse_param_value(HPC_P_GLOBAL_WEIGHT, g->second, next.global_weight);
+		parse_param_value(HPC_P_LAST_WEIGHT, l->second, next.last_weight);
+	}
+	p = next;
+	return true;
+}
+
 std::string format_param(const hpc_params &p, int id)
 {
 	uint32_t v = hpc_param_get(&p, id);

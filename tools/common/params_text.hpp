@@ -3,6 +3,7 @@
 // validation come from the core (hpc_param_names, hpc_params_check).
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,14 @@ namespace hpc
 // unchanged and says why in `err`.
 bool apply_setting(hpc_params &p, std::string_view setting, const hpc_prio_range *allowed,
 		   std::string &err);
+
+// Apply several tunables (KEY -> VALUE, KEY as in sysfs) to `p` together,
+// whatever their order, as a command line gives them: one Adaptive weight
+// sets the other (G + L = 100), both are taken as given. The whole set is not
+// checked here (hpc_params_check() is the caller's, against its range). On a
+// malformed value or an unknown key returns false, leaves `p` unchanged and
+// says why in `err`.
+bool apply_values(hpc_params &p, const std::map<std::string, std::string> &kv, std::string &err);
 
 // Value of one tunable as text (heuristic by name).
 std::string format_param(const hpc_params &p, int id);

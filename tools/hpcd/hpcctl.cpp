@@ -572,7 +572,7 @@ std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whol
 	hpc_params_default(&p);
 	const hpc_prio_range range{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
 	const auto known = scx_knobs();
-	std::map<std::string, std::string> val;
+	std::map<std::string, std::string> val, core;
 	for (auto &s : kv) {
 		auto eq = s.find('=');
 		if (eq == std::string::npos || eq == 0)
@@ -589,26 +589,15 @@ std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whol
 		}
 		std::string err;
 		uint32_t n;
-		if (hpc::is_sched_knob(k)) {
-			if (!hpc::parse_sched_knob(k, v, n, err))
-				fail(kBadSetting, err);
-		} else {
-			int id = hpc_param_lookup(k.c_str());
-			if (!hpc::parse_param_value(id, v, n))
-				fail(kBadSetting,
-				     fmt::format("{}: '{}' is not a valid value{}", k, v,
-						 id == HPC_P_HEURISTIC ? " (uniform or adaptive)"
-								       : " (a whole number)"));
-			hpc_param_put(&p, id, n);
-		}
+		if (!hpc::is_sched_knob(k))
+			core[k] = v;
+		else if (!hpc::parse_sched_knob(k, v, n, err))
+			fail(kBadSetting, err);
 		val[k] = v;
 	}
-	// One weight given: the core sets the other (G + L = 100); both: as
-	// given, then checked. As the loader does.
-	if (val.count("global_weight") && val.count("last_weight")) {
-		hpc::parse_param_value(HPC_P_GLOBAL_WEIGHT, val["global_weight"], p.global_weight);
-		hpc::parse_param_value(HPC_P_LAST_WEIGHT, val["last_weight"], p.last_weight);
-	}
+	// Together, as the loader applies them (params_text).
+	if (std::string err; !hpc::apply_values(p, core, err))
+		fail(kBadSetting, err);
 	// Against the defaults when scx_hpc is to be started; a running
 	// instance checks them against its own values (scx_hpc --set).
 	if (int e = whole_set ? hpc_params_check(&p, &range) : 0)
