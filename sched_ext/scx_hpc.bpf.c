@@ -25,7 +25,8 @@
  * allowed CPU with the fewest queued + running HPC tasks, among those on
  * the emulated core with the fewest (prev CPU on a tie), as the kernel
  * class does; ops.dispatch pulls from the busiest other CPU's queue when
- * its own is empty.
+ * its own is empty; once per period, a task running on a core whose two
+ * contexts are both busy moves to an idle core (core_balance()).
  *
  * Mechanism: x86 SMT emulation by bandwidth. CPUs 2k and 2k+1 form an
  * emulated core. In every period (period_us, aligned on the monotonic
@@ -371,6 +372,12 @@ static u64 cpu_load(s32 cpu, struct scx_hpc_cpu *c)
 	return (u64)scx_bpf_dsq_nr_queued(cpu) + c->running + c->throttled;
 }
 
+/* HPC tasks on the emulated core of @cpu (both contexts). */
+static u64 core_load(s32 cpu)
+{
+	return cpu_load(cpu, get_cpu(cpu)) + cpu_load(cpu ^ 1, get_cpu(cpu ^ 1));
+}
+
 /* Above any emulated core's count: the CPU's own load decides first. */
 #define SCX_HPC_CORE_SHIFT	34
 
@@ -396,8 +403,7 @@ s32 BPF_STRUCT_OPS(hpc_select_cpu, struct task_struct *p, s32 prev_cpu,
 		if (!c || !c->online)
 			continue;
 		/* the CPU first, then its emulated core, then prev_cpu wins */
-		load = (cpu_load(cpu, c) << SCX_HPC_CORE_SHIFT) +
-		       cpu_load(cpu, c) + cpu_load(cpu ^ 1, get_cpu(cpu ^ 1));
+		load = (cpu_load(cpu, c) << SCX_HPC_CORE_SHIFT) + core_load(cpu);
 		load = load * 2 + (cpu != prev_cpu);
 		if (load < best_load) {
 			best_load = load;
@@ -421,6 +427,21 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	slice = slice_ns(P);
+	if (c->shed_to) {
+		s32 to = c->shed_to - 1;
+
+		/* the core balance asked this CPU to give its task away */
+		c->shed_to = 0;
+		if (!bpf_cpumask_test_cpu(to, p->cpus_ptr)) {
+			/* do not ask again while this task runs here */
+			c->shed_skip = p->pid;
+		} else if (to != cpu && !core_load(to)) {
+			__sync_fetch_and_add(&c->nr_move, 1);
+			scx_bpf_dispatch(p, to, slice, enq_flags & ~SCX_ENQ_LAST);
+			scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
+			return;
+		}
+	}
 	if (enq_flags & SCX_ENQ_LAST) {
 		refill(c, bpf_ktime_get_ns(), period_ns(P));
 		if (!c->throttled) {
@@ -462,11 +483,12 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 		if (i == cpu)
 			continue;
 		o = get_cpu(i);
-		if (!o || o->throttled)
+		/* the sibling's held-back tasks wait for the core's budget */
+		if (!o || (o->throttled && i == (cpu ^ 1)))
 			continue;
 		n = scx_bpf_dsq_nr_queued(i);
 		/* a lone waiter of an idle online CPU is about to run there */
-		if (n == 1 && !o->running && o->online)
+		if (n == 1 && !o->running && !o->throttled && o->online)
 			continue;
 		if (n > most) {
 			most = n;
@@ -614,6 +636,16 @@ void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
 		p->scx.slice = 0;
 }
 
+void BPF_STRUCT_OPS(hpc_set_cpumask, struct task_struct *p,
+		    const struct cpumask *cpumask)
+{
+	struct scx_hpc_cpu *c = get_cpu(scx_bpf_task_cpu(p));
+
+	/* the new affinity may allow the move the old one refused */
+	if (c && c->shed_skip == p->pid)
+		c->shed_skip = 0;
+}
+
 s32 BPF_STRUCT_OPS(hpc_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
@@ -667,6 +699,66 @@ void BPF_STRUCT_OPS(hpc_cpu_offline, s32 cpu)
 	}
 }
 
+/*
+ * Core balance, once per period. Placement (select_cpu) and pulling
+ * (dispatch) move only tasks that wake up or that an idle CPU looks for; two
+ * tasks that never sleep can stay on the two contexts of one emulated core,
+ * each at the model's shared speed, while another core idles (a forking
+ * parent that then waits counted as load when they were placed). When a core
+ * has HPC work on both contexts and another core has none: if a task of the
+ * busy core waits in a queue (held back by the budget, or behind another),
+ * kick an idle CPU, whose ops.dispatch pulls it; else ask a running task to
+ * move: its CPU is kicked and ops.enqueue hands the task to the idle CPU.
+ * Only a core with work on each context gives to a core with none, so a move
+ * never makes the count worse and no task moves back and forth.
+ */
+static void core_balance(void)
+{
+	s32 cpu, idle = -1, from = -1;
+	bool waiting = false;
+
+	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
+		struct scx_hpc_cpu *c, *sc;
+
+		if (cpu >= nr_cpus)
+			break;
+		c = get_cpu(cpu);
+		/* a request of the last period not taken up is dropped */
+		if (c)
+			c->shed_to = 0;
+		if (cpu & 1)
+			continue;
+		sc = get_cpu(cpu + 1);
+		if (!c || !sc || !c->online || !sc->online)
+			continue;
+		if (!core_load(cpu)) {
+			if (idle < 0)
+				idle = cpu;
+			continue;
+		}
+		if (!cpu_load(cpu, c) || !cpu_load(cpu + 1, sc))
+			continue;
+		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(cpu + 1))
+			waiting = true;
+		else if (from < 0 && sc->running && sc->cur_pid != sc->shed_skip)
+			from = cpu + 1;
+		else if (from < 0 && c->running && c->cur_pid != c->shed_skip)
+			from = cpu;
+	}
+	if (idle < 0)
+		return;
+	if (waiting) {
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	} else if (from >= 0) {
+		struct scx_hpc_cpu *c = get_cpu(from);
+
+		if (c) {
+			c->shed_to = idle + 1;
+			scx_bpf_kick_cpu(from, SCX_KICK_PREEMPT);
+		}
+	}
+}
+
 /* At each period boundary: wake the throttled CPUs so that they refill. */
 static int period_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
@@ -686,6 +778,7 @@ static int period_timerfn(void *map, int *key, struct bpf_timer *timer)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		}
 	}
+	core_balance();
 	bpf_timer_start(timer, per - now % per + 1000, 0);
 	return 0;
 }
@@ -804,6 +897,7 @@ SCX_OPS_DEFINE(hpc_ops,
 	       .stopping		= (void *)hpc_stopping,
 	       .quiescent		= (void *)hpc_quiescent,
 	       .tick			= (void *)hpc_tick,
+	       .set_cpumask		= (void *)hpc_set_cpumask,
 	       .init_task		= (void *)hpc_init_task,
 	       .enable			= (void *)hpc_enable,
 	       .disable			= (void *)hpc_disable,

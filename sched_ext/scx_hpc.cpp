@@ -234,7 +234,7 @@ std::string json_str(const char *s, size_t max)
 void print_stats(const Stats &s, bool json)
 {
 	uint64_t nr_running = 0, nr_iter = 0, nr_sib = 0, nr_thr = 0, thr_ns = 0, nr_steal = 0,
-		 nr_direct = 0, nr_kick = 0;
+		 nr_direct = 0, nr_kick = 0, nr_move = 0;
 	for (auto &c : s.cpus) {
 		nr_running += c.nr_running;
 		nr_iter += c.nr_iter;
@@ -244,13 +244,14 @@ void print_stats(const Stats &s, bool json)
 		nr_steal += c.nr_steal;
 		nr_direct += c.nr_direct;
 		nr_kick += c.nr_kick;
+		nr_move += c.nr_move;
 	}
 	std::string state = read_file(std::string(SCX_SYSFS) + "/state");
 	if (json) {
 		std::printf("{\"state\":\"%s\",\"ops\":\"%s\",\"tasks\":%llu,\"live_tasks\":%llu,"
 			    "\"running\":%llu,\"iterations\":%llu,\"sibling_judged\":%llu,"
 			    "\"throttles\":%llu,\"throttled_ns\":%llu,\"steals\":%llu,"
-			    "\"direct\":%llu,\"kicks\":%llu,"
+			    "\"moves\":%llu,\"direct\":%llu,\"kicks\":%llu,"
 			    "\"params\":{\"low_util\":%u,\"high_util\":%u,\"min_prio\":%u,"
 			    "\"max_prio\":%u,\"global_weight\":%u,\"last_weight\":%u,"
 			    "\"heuristic\":\"%s\",\"min_wait_us\":%u,\"timeslice_us\":%u,"
@@ -260,10 +261,10 @@ void print_stats(const Stats &s, bool json)
 			    (unsigned long long)nr_running, (unsigned long long)nr_iter,
 			    (unsigned long long)nr_sib, (unsigned long long)nr_thr,
 			    (unsigned long long)thr_ns, (unsigned long long)nr_steal,
-			    (unsigned long long)nr_direct, (unsigned long long)nr_kick,
-			    s.params.core.low_util, s.params.core.high_util, s.params.core.min_prio,
-			    s.params.core.max_prio, s.params.core.global_weight,
-			    s.params.core.last_weight,
+			    (unsigned long long)nr_move, (unsigned long long)nr_direct,
+			    (unsigned long long)nr_kick, s.params.core.low_util,
+			    s.params.core.high_util, s.params.core.min_prio, s.params.core.max_prio,
+			    s.params.core.global_weight, s.params.core.last_weight,
 			    s.params.core.heuristic < HPC_HEUR_NR
 				    ? hpc_heuristic_names[s.params.core.heuristic]
 				    : "?",
@@ -274,29 +275,30 @@ void print_stats(const Stats &s, bool json)
 			std::printf(
 				"%s{\"cpu\":%zu,\"online\":%u,\"running\":%u,\"throttled\":%u,"
 				"\"prio\":%u,\"pid\":%u,\"throttles\":%llu,\"throttled_ns\":%llu,"
-				"\"steals\":%llu,\"run_ns\":%llu}",
+				"\"steals\":%llu,\"moves\":%llu,\"run_ns\":%llu}",
 				i ? "," : "", i, c.online, c.running, c.throttled, c.cur_prio,
 				c.cur_pid, (unsigned long long)c.nr_throttle,
 				(unsigned long long)c.throttled_ns, (unsigned long long)c.nr_steal,
-				(unsigned long long)c.run_ns);
+				(unsigned long long)c.nr_move, (unsigned long long)c.run_ns);
 		}
 		std::printf("]}\n");
 	} else {
 		std::printf("scx_hpc: state=%s tasks=%llu/%llu iter=%llu sib_judged=%llu "
-			    "throttles=%llu throttled=%.1fms steals=%llu direct=%llu kicks=%llu\n",
+			    "throttles=%llu throttled=%.1fms steals=%llu moves=%llu direct=%llu "
+			    "kicks=%llu\n",
 			    state.c_str(), (unsigned long long)s.nr_live,
 			    (unsigned long long)s.nr_tasks, (unsigned long long)nr_iter,
 			    (unsigned long long)nr_sib, (unsigned long long)nr_thr, thr_ns / 1e6,
-			    (unsigned long long)nr_steal, (unsigned long long)nr_direct,
-			    (unsigned long long)nr_kick);
+			    (unsigned long long)nr_steal, (unsigned long long)nr_move,
+			    (unsigned long long)nr_direct, (unsigned long long)nr_kick);
 		for (size_t i = 0; i < s.cpus.size(); i++) {
 			auto &c = s.cpus[i];
 			std::printf("  cpu%-2zu %s%s prio=%u pid=%u run=%.1fms throttles=%llu "
-				    "throttled=%.1fms steals=%llu\n",
+				    "throttled=%.1fms steals=%llu moves=%llu\n",
 				    i, c.online ? "on " : "off", c.throttled ? " THR" : "    ",
 				    c.cur_prio, c.cur_pid, c.run_ns / 1e6,
 				    (unsigned long long)c.nr_throttle, c.throttled_ns / 1e6,
-				    (unsigned long long)c.nr_steal);
+				    (unsigned long long)c.nr_steal, (unsigned long long)c.nr_move);
 		}
 	}
 	std::fflush(stdout);

@@ -37,6 +37,8 @@ struct scx_hpc_cpu {
 	u32 cur_prio;		/* priority of the HPC task that runs/ran here */
 	u32 cur_pid;
 	u32 online;
+	u32 shed_to;		/* core balance: requeue the running task on CPU shed_to - 1 */
+	u32 shed_skip;		/* pid whose affinity refused the last request */
 	u32 pad;
 	/* counters */
 	u64 nr_running;		/* ops.running calls */
@@ -48,6 +50,7 @@ struct scx_hpc_cpu {
 	u64 nr_direct;		/* ENQ_LAST tasks kept running */
 	u64 nr_kick;		/* period-timer kicks */
 	u64 run_ns;		/* HPC task run time on this CPU */
+	u64 nr_move;		/* running tasks moved from here to an idle core */
 };
 
 /* What the loader shows of each task (LRU hash keyed by pid). Updated when

@@ -2,7 +2,8 @@
 # Task-count balancing of scx_hpc: 4 unpinned SCHED_EXT spinners (forked
 # from one parent) must run on both CPUs, about evenly (select_cpu places them on the
 # least loaded CPU, dispatch pulls from the busiest queue). With 4 CPUs (the
-# scx-guest-smp4 suite) 2 spinners must also land on different emulated cores.
+# scx-guest-smp4 suite) 2 spinners must also end on different emulated cores,
+# also when their affinity first holds them on one core and is then widened.
 # guest-timeout: 60
 [ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx balance: no scx image (make scx-guest-initrd)"; exit 1; }
 . /usr/local/share/scx_hpc/lib.sh
@@ -35,9 +36,38 @@ if [ "$(nproc)" -ge 4 ]; then
 	r() { sed -n "$(($1 + 1))p" /tmp/cpus | json_field run_ns; }
 	c0=$(( $(r 0) + $(r 1) )); c1=$(( $(r 2) + $(r 3) ))
 	diag "HPC run time per emulated core: core0 ${c0}ns core1 ${c1}ns"
+	$SCX_HPC --stats-once | sed 's/^/# /'
 	check "2 spinners on 2 emulated cores: both cores ran one (core0 $c0, core1 $c1 ns)" \
 		awk -v a="$c0" -v b="$c1" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b && b <= 2 * a) }'
 	stop_hpc
 	check "clean unload (4 CPUs)" test $? = 0
+
+	# Two spinners held on core 0 by their affinity, then let go while
+	# they run: no wake-up places them again, the core balance must send
+	# one to the idle core 1 (pulled from its queue while held back by the
+	# budget, or moved while it runs).
+	core1_ns() {
+		$SCX_HPC --stats-once --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
+		echo $(( $(r 2) + $(r 3) ))
+	}
+	start_hpc || { nok "scx_hpc enabled (4 CPUs, let go)"; exit 1; }
+	taskset 3 /usr/local/bin/scx_stress -s -t 6 -n 2 > /tmp/bal3 2>&1 &
+	sp=$!
+	sleep 1
+	kids=$(awk -v pp="$sp" '$4 == pp { print $1 }' /proc/[0-9]*/stat 2>/dev/null)
+	before=$(core1_ns)
+	diag "stress parent $sp; processes (pid comm state ppid cpu):"
+	awk '{ print "#   " $1, $2, $3, $4, $39 }' /proc/[0-9]*/stat 2>/dev/null | grep scx_stress
+	for k in $kids; do taskset -p f "$k" > /dev/null; done
+	wait $sp
+	after=$(core1_ns)
+	$SCX_HPC --stats-once --json | sed 's/"cpus":.*//' > /tmp/tot
+	moves=$(json_field moves < /tmp/tot); steals=$(json_field steals < /tmp/tot)
+	diag "let go: spinners $(echo $kids), core1 ran $((after - before))ns after; $steals pulled, $moves moved"
+	$SCX_HPC --stats-once | sed 's/^/# /'
+	check "2 spinners let go from core 0: one went to core 1 (pulled $steals, moved $moves, core1 $((after - before)) ns)" \
+		test "$(echo $kids | wc -w)" = 2 -a $((${steals:-0} + ${moves:-0})) -ge 1 -a $((after - before)) -gt 1000000000
+	stop_hpc
+	check "clean unload (4 CPUs, let go)" test $? = 0
 fi
 exit $fail
