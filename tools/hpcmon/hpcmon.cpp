@@ -16,6 +16,15 @@
  *
  * Per wrapped call: two clock_gettime (vDSO) and no syscall; one sendto per
  * closed iteration (MSG_DONTWAIT, dropped when nobody listens).
+ *
+ * One source, one library per MPI implementation (their ABIs differ):
+ * libhpcmon.so (libhpcmon-openmpi.so) for Open MPI, libhpcmon-mpich.so for
+ * MPICH. At load time the library asks the program's MPI for its name
+ * (MPI_Get_library_version, callable before MPI_Init); if it is not the one
+ * the library was built for, it prints one error line (rank 0) and runs the
+ * program again without itself in LD_PRELOAD (same pid, arguments and
+ * environment), so the program runs unmonitored instead of passing handles of
+ * one ABI to the other. If that exec is impossible it stays loaded but inert.
  */
 #include "hpcmon_proto.h"
 
@@ -25,11 +34,15 @@ extern "C" {
 
 #include <cerrno>
 #include <cinttypes>
+#include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <dlfcn.h>
+#include <initializer_list>
 #include <mpi.h>
 #include <pthread.h>
 #include <string>
@@ -38,6 +51,22 @@ extern "C" {
 #include <sys/un.h>
 #include <unistd.h>
 #include <vector>
+
+#include "launch.hpp"
+
+// The MPI this library is built for, as MPI_Get_library_version starts.
+#if defined(OPEN_MPI)
+#define HPCMON_MPI "Open MPI"
+#define HPCMON_OTHER_LIB "libhpcmon-mpich.so"
+#elif defined(MPICH_VERSION)
+#define HPCMON_MPI "MPICH"
+#define HPCMON_OTHER_LIB "libhpcmon-openmpi.so"
+#else
+#error "libhpcmon is built for Open MPI or MPICH"
+#endif
+#ifndef HPCMON_LIB_NAME
+#define HPCMON_LIB_NAME "libhpcmon.so"
+#endif
 
 namespace
 {
@@ -53,6 +82,7 @@ struct Config {
 };
 
 struct State {
+	bool inert = false;  // built for another MPI than the program's: pass through
 	bool active = false; // between MPI_Init and MPI_Finalize
 	int depth = 0;       // wrapped calls in progress (PMPI may re-enter)
 	pthread_t main_thread{};
@@ -124,6 +154,95 @@ uint32_t job_id()
 	char buf[32];
 	snprintf(buf, sizeof(buf), "ppid:%d", static_cast<int>(getppid()));
 	return fnv1a(buf);
+}
+
+// The first line (up to a comma) of the program's MPI_Get_library_version (whatever MPI the
+// PMPI symbols resolve to: the program's own), "" if it fails.
+std::string program_mpi()
+{
+	// Large enough for any implementation's MPI_MAX_LIBRARY_VERSION_STRING
+	// (Open MPI 256, MPICH 8192), whichever mpi.h this file saw.
+	static char buf[16384];
+	int len = 0;
+	if (PMPI_Get_library_version(buf, &len) != MPI_SUCCESS)
+		return {};
+	buf[len >= 0 && static_cast<size_t>(len) < sizeof(buf) ? len : sizeof(buf) - 1] = 0;
+	std::string v(buf);
+	size_t nl = v.find_first_of(",\r\n");
+	if (nl != std::string::npos)
+		v.resize(nl);
+	for (char &c : v)
+		if (c == '\t')
+			c = ' ';
+	return v;
+}
+
+// LD_PRELOAD without this library (entries separated by spaces or colons).
+std::string preload_without_self(const char *preload)
+{
+	Dl_info info{};
+	char self[PATH_MAX], entry[PATH_MAX];
+	if (!dladdr(reinterpret_cast<void *>(&program_mpi), &info) || !info.dli_fname ||
+	    !realpath(info.dli_fname, self))
+		return preload;
+	std::string out, s(preload);
+	size_t pos = 0;
+	while (pos < s.size()) {
+		size_t end = s.find_first_of(" :", pos);
+		if (end == std::string::npos)
+			end = s.size();
+		std::string tok = s.substr(pos, end - pos);
+		pos = end + 1;
+		if (tok.empty() || (realpath(tok.c_str(), entry) && !strcmp(entry, self)))
+			continue;
+		out += (out.empty() ? "" : " ") + tok;
+	}
+	return out;
+}
+
+// Run the program again without this library in LD_PRELOAD (same pid, arguments
+// and environment otherwise). Returns only if that is impossible.
+void reexec_without_self(char **argv)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	if (!argv || !preload || getenv("HPCMON_REEXEC"))
+		return;
+	std::string saved(preload), rest = preload_without_self(preload);
+	if (rest == saved)
+		return; // not loaded through LD_PRELOAD
+	if (rest.empty())
+		unsetenv("LD_PRELOAD");
+	else
+		setenv("LD_PRELOAD", rest.c_str(), 1);
+	setenv("HPCMON_REEXEC", "1", 1); // never twice
+	fflush(stderr);
+	execv("/proc/self/exe", argv);
+	setenv("LD_PRELOAD", saved.c_str(), 1);
+}
+
+// At load time (glibc passes the program's arguments to constructors): is the
+// program's MPI the one this library is built for?
+__attribute__((constructor)) void check_mpi(int, char **argv, char **)
+{
+	std::string mpi = program_mpi();
+	if (mpi.rfind(HPCMON_MPI, 0) == 0)
+		return;
+	st.inert = true;
+	if (hpcbench::launcher_rank_is_zero())
+		fprintf(stderr,
+			"hpcmon: error: " HPCMON_LIB_NAME " is built for " HPCMON_MPI
+			" but this program uses %s; monitor off (preload " HPCMON_OTHER_LIB
+			" instead)\n",
+			mpi.empty() ? "an MPI whose library version is unknown" : mpi.c_str());
+	reexec_without_self(argv);
+	// Still loaded: the wrappers pass every call through. That is only safe if
+	// this library's handles are as wide as any MPI's (Open MPI's are
+	// pointers, MPICH's ints): an MPICH build would truncate Open MPI's.
+	if (sizeof(MPI_Comm) < sizeof(void *)) {
+		fprintf(stderr, "hpcmon: error: cannot run this program without " HPCMON_LIB_NAME
+				" (not in LD_PRELOAD, or exec failed); exiting\n");
+		_exit(127);
+	}
 }
 
 void load_config()
@@ -399,13 +518,16 @@ void finalize_report()
 	PMPI_Gather(&mine, sizeof(Totals), MPI_BYTE, all.data(), sizeof(Totals), MPI_BYTE, 0,
 		    MPI_COMM_WORLD);
 
-	// Per-iteration LIP if every included rank closed the same number of iterations.
-	uint64_t mm[2] = {mine.ignored ? UINT64_MAX : mine.kept,
-			  mine.ignored ? UINT64_MAX : ~mine.kept};
-	uint64_t red[2];
-	PMPI_Allreduce(mm, red, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-	uint64_t kmin = red[0], kmax = ~red[1];
-	bool per_iter = kmin == kmax && kmin > 0 && kmin != UINT64_MAX;
+	// Per-iteration LIP if every included rank closed the same number of
+	// iterations: min and max (as min of -kept) in one signed reduction. Kept
+	// <= max_iters < 2^63: unsigned MPI_MIN above 2^63 compares as signed in
+	// MPICH 4.0 (MPI_UINT64_T) and Open MPI 4.1 (MPI_UNSIGNED_LONG).
+	const int64_t kept = static_cast<int64_t>(mine.kept);
+	int64_t mm[2] = {mine.ignored ? INT64_MAX : kept, mine.ignored ? INT64_MAX : -kept};
+	int64_t red[2];
+	PMPI_Allreduce(mm, red, 2, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+	bool per_iter = red[0] != INT64_MAX && red[0] > 0 && red[0] == -red[1];
+	uint64_t kmin = per_iter ? static_cast<uint64_t>(red[0]) : 0;
 	std::vector<uint64_t> iters;
 	if (per_iter) {
 		std::vector<uint64_t> send(kmin, 0);
@@ -528,7 +650,7 @@ extern "C" {
 int MPI_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
-	if (rc == MPI_SUCCESS)
+	if (rc == MPI_SUCCESS && !st.inert)
 		after_init();
 	return rc;
 }
@@ -536,7 +658,7 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
-	if (rc == MPI_SUCCESS)
+	if (rc == MPI_SUCCESS && !st.inert)
 		after_init();
 	return rc;
 }
@@ -599,7 +721,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
 	     MPI_Status *status)
 {
 	Phase p;
-	if (use_blocking())
+	// From MPI_PROC_NULL: returns at once, nothing to wait for (and MPICH 4.0's
+	// Irecv + Test would report source 0 instead of MPI_PROC_NULL).
+	if (use_blocking() && source != MPI_PROC_NULL)
 		return blocking_via(
 			[&](MPI_Request *r) {
 				return PMPI_Irecv(buf, count, type, source, tag, comm, r);
@@ -648,8 +772,14 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 			break;
 		b.sleep();
 	}
-	if (status != MPI_STATUS_IGNORE)
+	if (status != MPI_STATUS_IGNORE) {
 		*status = sts[0];
+		if (source == MPI_PROC_NULL) { // as MPI_Sendrecv reports it
+			status->MPI_SOURCE = MPI_PROC_NULL;
+			status->MPI_TAG = MPI_ANY_TAG;
+			PMPI_Status_set_elements(status, recvtype, 0);
+		}
+	}
 	return MPI_SUCCESS;
 }
 
