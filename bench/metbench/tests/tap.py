@@ -39,12 +39,43 @@ def run(cmd, env=None, timeout=300):
         return -1, ex.stdout or "", f"timeout after {timeout}s: {' '.join(cmd)}"
 
 
-def mpirun(np, *args):
-    """The mpirun prefix that works here (root, 2 CPUs, container)."""
-    cmd = ["mpirun", "-np", str(np), "--oversubscribe"]
+# The MPI the programs under test are built for: HPCSCHED_MPI=openmpi (default)
+# or mpich. Each is started by its own launcher, never through Debian's
+# mpirun/mpiexec alternative, so the suites do not depend on which MPI that
+# alternative points to.
+MPI = os.environ.get("HPCSCHED_MPI", "openmpi")
+if MPI not in ("openmpi", "mpich"):
+    sys.exit(f"tap.py: HPCSCHED_MPI={MPI!r}: must be openmpi or mpich")
+
+
+def mpirun(np, *args, env=(), preload=None, mpi=None):
+    """The launcher command for @np ranks of @args (root, 2 CPUs, container).
+
+    @env: names of variables the ranks take from the launcher's environment,
+    @preload: LD_PRELOAD for the ranks only (not the launcher), @mpi: openmpi or
+    mpich (default HPCSCHED_MPI)."""
+    mpi = mpi or MPI
+    if mpi == "mpich":
+        # Hydra passes the whole environment to the ranks; one host: fork.
+        cmd = ["mpiexec.mpich", "-launcher", "fork", "-n", str(np)]
+        if preload:
+            cmd += ["-genv", "LD_PRELOAD", preload]
+        return cmd + list(args)
+    cmd = ["mpirun.openmpi", "-np", str(np), "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
+    for k in env:
+        cmd += ["-x", k]
+    if preload:
+        cmd += ["-x", "LD_PRELOAD=" + preload]
     return cmd + list(args)
+
+
+def hpcmon_lib(build, mpi=None):
+    """libhpcmon built for @mpi in @build (build/ for Open MPI, build/mpich for MPICH)."""
+    mpi = mpi or MPI
+    name = "libhpcmon.so" if mpi == "openmpi" else f"libhpcmon-{mpi}.so"
+    return os.path.join(build, "tools", "hpcmon", name)
 
 
 def read_trace(path):

@@ -5,7 +5,9 @@
 Checks counts (records per rank and iteration), consistency of run_ns/wait_ns
 with MetBench's own trace (generous ratios), the LIP / efficiency report, and
 that HPCMON_BLOCKING_WAIT turns waits into sleeps. No timed assertions.
-usage: e2e.py BUILD_DIR
+The same checks run for every MPI: HPCSCHED_MPI=openmpi (default, BUILD_DIR
+build/) or mpich (BUILD_DIR build/mpich, libhpcmon-mpich.so).
+usage: [HPCSCHED_MPI=mpich] e2e.py BUILD_DIR
 """
 import atexit
 import json
@@ -19,10 +21,11 @@ import threading
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "bench", "metbench", "tests"))
-from tap import check, done, mpirun, read_trace, run  # noqa: E402
+from tap import MPI, check, done, hpcmon_lib, mpirun, read_trace, run  # noqa: E402
 
 build = sys.argv[1]
-LIB = os.path.join(build, "tools", "hpcmon", "libhpcmon.so")
+LIB = hpcmon_lib(build)
+LIBNAME = os.path.basename(LIB)
 MB = os.path.join(build, "bench", "metbench", "metbench")
 CALLS = os.path.join(build, "tools", "hpcmon", "hpcmon-mpi-calls")
 tmp = tempfile.mkdtemp(prefix="hpcmon-e2e-")
@@ -70,12 +73,9 @@ class Receiver:
 
 
 def monitored(env, *mb_args, np=5, prog=None):
-    """Run MetBench (or @prog) under the monitor; @env reaches the ranks with
-    mpirun -x, LD_PRELOAD only the ranks (not mpirun)."""
-    cmd = ["-x", "LD_PRELOAD=" + LIB]
-    for k in env:
-        cmd += ["-x", k]
-    return run(mpirun(np, *cmd, *(prog or [MB]), *mb_args), env=env)
+    """Run MetBench (or @prog) under the monitor; @env reaches the ranks,
+    LD_PRELOAD only the ranks (not the launcher)."""
+    return run(mpirun(np, *(prog or [MB]), *mb_args, env=env, preload=LIB), env=env)
 
 
 def load_json(path):
@@ -96,7 +96,7 @@ rc, out, err = monitored({"HPCD_SOCKET": sock, "HPCMON_MIN_WAIT_US": "0",
                          "--loads", LOADS, "-n", str(N), "--wait", "spin", "--json",
                          "--trace", trace, "--calibrate-ms", "20")
 rx.close()
-check(rc == 0, "MetBench runs under LD_PRELOAD=libhpcmon.so", f"rc={rc}\n{out}\n{err}")
+check(rc == 0, f"{MPI}: MetBench runs under LD_PRELOAD={LIBNAME}", f"rc={rc}\n{out}\n{err}")
 rep = load_json(rep1)
 check("ranks" in rep and len(rep["ranks"]) == 5, "HPCMON_REPORT JSON parses, 5 ranks", rep)
 recs = rx.recs
