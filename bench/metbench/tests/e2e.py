@@ -3,7 +3,9 @@
 """MetBench end to end: option errors, the shm layer (dynamic and static), MPI mode.
 
 Assertions are on counts and generous ratios, never on absolute times.
-usage: e2e.py BUILD_DIR
+With --mpi-only only the MPI program's checks run: the mpich suite runs them
+on the MPICH build (HPCSCHED_MPI=mpich e2e.py build/mpich --mpi-only).
+usage: [HPCSCHED_MPI=mpich] e2e.py BUILD_DIR [--mpi-only]
 """
 import atexit
 import json
@@ -13,9 +15,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tap import check, done, mpirun, read_trace, run  # noqa: E402
+from tap import MPI, check, done, mpirun, read_trace, run  # noqa: E402
 
 build = sys.argv[1]
+MPI_ONLY = sys.argv[2:] == ["--mpi-only"]
+if sys.argv[2:] and not MPI_ONLY:
+    sys.exit("usage: e2e.py BUILD_DIR [--mpi-only]")
 bindir = os.path.join(build, "bench", "metbench")
 MB = os.path.join(bindir, "metbench")
 SHM = os.path.join(bindir, "metbench-shm")
@@ -42,17 +47,20 @@ bad = [
     ([MB, "--json=yes"], "takes no value"),
 ]
 for cmd, msg in bad:
+    if MPI_ONLY and cmd[0] != MB:
+        continue
     rc, out, err = run(cmd)
     name = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
     check(rc == 2 and msg in err, f"error: {name} -> status 2, '{msg}'",
           f"rc={rc}\nstderr={err}\nstdout={out}")
 
-rc, out, err = run([SHM, "--help"])
-check(rc == 0 and "--loads" in out and "--swap-every" in out, "metbench-shm --help", err)
+if not MPI_ONLY:
+    rc, out, err = run([SHM, "--help"])
+    check(rc == 0 and "--loads" in out and "--swap-every" in out, "metbench-shm --help", err)
 
 # MPI: the number of loads must match the number of workers.
 rc, out, err = run(mpirun(3, MB, "--loads", "1,2,3,4", "--calibrate-ms", "0"))
-check(rc != 0 and "need 5 MPI processes" in err, "mpirun -np 3 with 4 loads is refused",
+check(rc != 0 and "need 5 MPI processes" in err, f"{MPI}: 3 processes for 4 loads are refused",
       f"rc={rc}\n{err}")
 
 
@@ -111,72 +119,78 @@ def plain_loads(loads):
 
 loads = [LIGHT, HEAVY, LIGHT, HEAVY]
 
-# ---- shm layer, both wait modes, dynamic binary
-for wait in ("block", "spin"):
-    tr = os.path.join(tmp, f"shm-{wait}.csv")
-    rc, out, err = run([SHM, "--loads", LOADS, "-n", str(ITERS), "--wait", wait, "--json",
-                        "--trace", tr, "--calibrate-ms", "20"])
-    try:
-        res = json.loads(out)
-    except ValueError as ex:
-        res = None
-        check(False, f"shm {wait}: JSON output parses", f"{ex}\n{out}\n{err}")
-    if res is not None:
-        check(rc == 0 and len(res["ranks"]) == 5 and res["sync"] == "shm"
-              and res["wait"] == wait, f"shm {wait}: JSON output parses, master + 4 ranks",
-              out + err)
-        check("units/s" in err, f"shm {wait}: calibration printed (stderr with --json)", err)
-        light_heavy_checks(f"shm {wait}", res, loads, band=(wait == "block"))
-        trace_checks(f"shm {wait}", tr, 5, ITERS, plain_loads(loads))
+def shm_layer():
+    """The shm layer, the static build and MetBenchVar over shm (no MPI)."""
+    # ---- shm layer, both wait modes, dynamic binary
+    for wait in ("block", "spin"):
+        tr = os.path.join(tmp, f"shm-{wait}.csv")
+        rc, out, err = run([SHM, "--loads", LOADS, "-n", str(ITERS), "--wait", wait, "--json",
+                            "--trace", tr, "--calibrate-ms", "20"])
+        try:
+            res = json.loads(out)
+        except ValueError as ex:
+            res = None
+            check(False, f"shm {wait}: JSON output parses", f"{ex}\n{out}\n{err}")
+        if res is not None:
+            check(rc == 0 and len(res["ranks"]) == 5 and res["sync"] == "shm"
+                  and res["wait"] == wait, f"shm {wait}: JSON output parses, master + 4 ranks",
+                  out + err)
+            check("units/s" in err, f"shm {wait}: calibration printed (stderr with --json)", err)
+            light_heavy_checks(f"shm {wait}", res, loads, band=(wait == "block"))
+            trace_checks(f"shm {wait}", tr, 5, ITERS, plain_loads(loads))
 
-# table output
-rc, out, err = run([SHM, "--loads", LOADS, "-n", "3", "--wait", "block", "--calibrate-ms", "10"])
-lines = out.splitlines()
-rows = [l for l in lines if l.startswith("P") and not l.startswith("Proc")]
-check(rc == 0 and "units/s" in out and "% Comp" in out and len(rows) == 4
-      and all(l.split()[3] == "-" for l in rows) and "Exec. time" in out,
-      "shm table: calibration, Proc/% Comp/% Wait/Priority rows, exec time", out + err)
+    # table output
+    rc, out, err = run([SHM, "--loads", LOADS, "-n", "3", "--wait", "block", "--calibrate-ms", "10"])
+    lines = out.splitlines()
+    rows = [l for l in lines if l.startswith("P") and not l.startswith("Proc")]
+    check(rc == 0 and "units/s" in out and "% Comp" in out and len(rows) == 4
+          and all(l.split()[3] == "-" for l in rows) and "Exec. time" in out,
+          "shm table: calibration, Proc/% Comp/% Wait/Priority rows, exec time", out + err)
 
-# loads file + pinning (every worker on a CPU this machine has)
-lf = os.path.join(tmp, "loads.txt")
-with open(lf, "w") as f:
-    f.write("# light heavy\n20 80\n")
-ncpu = len(os.sched_getaffinity(0))
-cpus = sorted(os.sched_getaffinity(0))
-pin = f"{cpus[0]},{cpus[-1]}"
-rc, out, err = run([SHM, "--loads-file", lf, "-n", "3", "--pin", pin, "--json", "--wait", "block",
-                    "--calibrate-ms", "0"])
-ok = rc == 0 and [r["load_units"] for r in json.loads(out)["ranks"]] == [0, 60, 240]
-check(ok, f"shm: --loads-file and --pin {pin}", out + err)
+    # loads file + pinning (every worker on a CPU this machine has)
+    lf = os.path.join(tmp, "loads.txt")
+    with open(lf, "w") as f:
+        f.write("# light heavy\n20 80\n")
+    ncpu = len(os.sched_getaffinity(0))
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = f"{cpus[0]},{cpus[-1]}"
+    rc, out, err = run([SHM, "--loads-file", lf, "-n", "3", "--pin", pin, "--json", "--wait", "block",
+                        "--calibrate-ms", "0"])
+    ok = rc == 0 and [r["load_units"] for r in json.loads(out)["ranks"]] == [0, 60, 240]
+    check(ok, f"shm: --loads-file and --pin {pin}", out + err)
 
-# ---- static build: no dynamic loader, same output
-rc, out, err = run(["ldd", STATIC])
-check("not a dynamic executable" in out + err, "metbench-shm-static is static", out + err)
-tr = os.path.join(tmp, "static.csv")
-rc, out, err = run([STATIC, "--loads", "20,80", "-n", "4", "--wait", "block", "--json",
-                    "--trace", tr, "--calibrate-ms", "0"])
-ok = rc == 0 and len(json.loads(out)["ranks"]) == 3 if rc == 0 else False
-check(ok, "static: runs, JSON parses", out + err)
-if ok:
-    trace_checks("static", tr, 3, 4, plain_loads([20, 80]))
+    # ---- static build: no dynamic loader, same output
+    rc, out, err = run(["ldd", STATIC])
+    check("not a dynamic executable" in out + err, "metbench-shm-static is static", out + err)
+    tr = os.path.join(tmp, "static.csv")
+    rc, out, err = run([STATIC, "--loads", "20,80", "-n", "4", "--wait", "block", "--json",
+                        "--trace", tr, "--calibrate-ms", "0"])
+    ok = rc == 0 and len(json.loads(out)["ranks"]) == 3 if rc == 0 else False
+    check(ok, "static: runs, JSON parses", out + err)
+    if ok:
+        trace_checks("static", tr, 3, 4, plain_loads([20, 80]))
 
-# ---- MetBenchVar: swap P1,P3 <-> P2,P4 every k iterations (JSON lines trace)
-trj = os.path.join(tmp, "var.jsonl")
-rc, out, err = run([SHM, "--loads", "10,40,10,40", "-n", "6", "--swap-every", "2", "--wait",
-                    "block", "--trace", trj, "--calibrate-ms", "0"])
-ok = rc == 0 and out.startswith("MetBenchVar")
-check(ok, "MetBenchVar: runs and names itself", out + err)
-if ok:
-    recs = [json.loads(l) for l in open(trj)]
-    want = []
-    for rk in range(5):
-        for i in range(6):
-            w = rk - 1
-            own = [10, 40, 10, 40]
-            want.append(0 if rk == 0 else (own[w ^ 1] if (i // 2) % 2 else own[w]))
-    check([r["load"] for r in recs] == want and len(recs) == 30,
-          "MetBenchVar: JSON-lines trace, loads swapped in iterations 2,3 only",
-          str([r["load"] for r in recs]))
+    # ---- MetBenchVar: swap P1,P3 <-> P2,P4 every k iterations (JSON lines trace)
+    trj = os.path.join(tmp, "var.jsonl")
+    rc, out, err = run([SHM, "--loads", "10,40,10,40", "-n", "6", "--swap-every", "2", "--wait",
+                        "block", "--trace", trj, "--calibrate-ms", "0"])
+    ok = rc == 0 and out.startswith("MetBenchVar")
+    check(ok, "MetBenchVar: runs and names itself", out + err)
+    if ok:
+        recs = [json.loads(l) for l in open(trj)]
+        want = []
+        for rk in range(5):
+            for i in range(6):
+                w = rk - 1
+                own = [10, 40, 10, 40]
+                want.append(0 if rk == 0 else (own[w ^ 1] if (i // 2) % 2 else own[w]))
+        check([r["load"] for r in recs] == want and len(recs) == 30,
+              "MetBenchVar: JSON-lines trace, loads swapped in iterations 2,3 only",
+              str([r["load"] for r in recs]))
+
+
+if not MPI_ONLY:
+    shm_layer()
 
 # ---- MPI mode, master + 4 workers
 for wait in ("block", "spin"):
@@ -193,6 +207,39 @@ for wait in ("block", "spin"):
               f"mpi {wait}: JSON output parses, master + 4 ranks", out + err)
         light_heavy_checks(f"mpi {wait}", res, loads, band=(wait == "block"))
         trace_checks(f"mpi {wait}", tr, 5, ITERS, plain_loads(loads))
+
+# Table output, master + 3 workers (4 processes)
+rc, out, err = run(mpirun(4, MB, "--loads", f"{LIGHT},{HEAVY},{LIGHT}", "-n", "3",
+                          "--calibrate-ms", "10"))
+rows = [l.split() for l in out.splitlines() if l[:2] in ("P1", "P2", "P3")]
+check(rc == 0 and "MetBench: 3 workers" in out and "% Comp" in out and len(rows) == 3
+      and [r[4] for r in rows] == [str(3 * LIGHT), str(3 * HEAVY), str(3 * LIGHT)]
+      and "Exec. time" in out, f"{MPI}: 4 processes, per-rank table (Proc, % Comp, Load)",
+      out + err)
+
+# MetBenchVar over MPI: P1,P3 <-> P2,P4 swapped every 2 of 6 iterations
+trv = os.path.join(tmp, "mpi-var.jsonl")
+rc, out, err = run(mpirun(5, MB, "--loads", "10,40,10,40", "-n", "6", "--swap-every", "2",
+                          "--json", "--trace", trv, "--calibrate-ms", "0"))
+try:
+    res = json.loads(out)
+except ValueError as ex:
+    res = None
+    check(False, "mpi MetBenchVar: JSON output parses", f"rc={rc} {ex}\n{out}\n{err}")
+if res is not None:
+    units = [r["load_units"] for r in res["ranks"]]
+    check(rc == 0 and res["benchmark"] == "MetBenchVar" and res["sync"] == "mpi"
+          and res["swap_every"] == 2 and len(res["ranks"]) == 5,
+          "mpi MetBenchVar: JSON names MetBenchVar, sync mpi, swap every 2, 5 ranks", out)
+    # 4 iterations at the own load, 2 swapped: P1 4x10 + 2x40, P2 4x40 + 2x10
+    check(units == [0, 120, 180, 120, 180], "mpi MetBenchVar: load units 0,120,180,120,180",
+          str(units))
+    recs = [json.loads(l) for l in open(trv)] if os.path.exists(trv) else []
+    want = [0 if rk == 0 else ([10, 40, 10, 40][(rk - 1) ^ 1] if (i // 2) % 2 else
+                               [10, 40, 10, 40][rk - 1]) for rk in range(5) for i in range(6)]
+    check([r["load"] for r in recs] == want,
+          "mpi MetBenchVar: trace loads swapped in iterations 2,3 only",
+          str([r["load"] for r in recs]))
 
 # --sync shm from the MPI binary, without mpirun
 rc, out, err = run([MB, "--sync", "shm", "--loads", "10,40", "-n", "2", "--wait", "block",
