@@ -4,6 +4,19 @@
  * the third (heavy w0 stayed at 4 in phase 2); smp4 missed phase 1 on the
  * second core, where, as in 80-metbench, the 4-worker barrier makes the
  * heavy worker of the faster core medium. Move back when it passes reliably.
+ *
+ * Re-measured 2026-11-23 (series = patches/0001-0006, loaded host): smp2
+ * passed once (every swap balanced within 1-2 iterations). smp4 failed
+ * twice: on core 1 (CPUs 2, 3) the heavy worker never stepped up, e.g.
+ * phase 2, w3 heur_util 86-89 % (high) next to w2 at U 5-18 % (low). vCPU 3
+ * ran 2-4x slower than vCPU 2 per unit of work (60 ms of work in 212-479
+ * ms against 15 ms in 16-62 ms). Most likely (not traced) w3 woke from the
+ * barrier late, after w2 had computed its light load and slept again, so
+ * that at w3's wake-up the sibling's fresh iteration looked busy, not low,
+ * and the rule (step up only while the sibling is low) held. The class's
+ * peer judgement assumes both contexts of a core run at comparable speed;
+ * 4 vCPUs on a loaded 2-core host do not. Next step: trace
+ * sched_hpc_iteration with the peer class on smp4.
  */
 /*
  * 81-metbenchvar: MetBenchVar, the MetBench shape of metbench.h whose loads
