@@ -44,6 +44,7 @@ include tools/userspace.mk
 -include tools/kbuild/kernel.mk
 -include sched_ext/scx.mk
 -include bench/metbench/metbench.mk
+-include tools/mpich.mk
 -include bench/bench.mk
 -include tools/kbuild/ppc.mk
 -include tools/hpclb/hpclb.mk

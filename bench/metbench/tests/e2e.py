@@ -140,7 +140,8 @@ def shm_layer():
             trace_checks(f"shm {wait}", tr, 5, ITERS, plain_loads(loads))
 
     # table output
-    rc, out, err = run([SHM, "--loads", LOADS, "-n", "3", "--wait", "block", "--calibrate-ms", "10"])
+    rc, out, err = run([SHM, "--loads", LOADS, "-n", "3", "--wait", "block",
+                        "--calibrate-ms", "10"])
     lines = out.splitlines()
     rows = [l for l in lines if l.startswith("P") and not l.startswith("Proc")]
     check(rc == 0 and "units/s" in out and "% Comp" in out and len(rows) == 4
@@ -151,11 +152,10 @@ def shm_layer():
     lf = os.path.join(tmp, "loads.txt")
     with open(lf, "w") as f:
         f.write("# light heavy\n20 80\n")
-    ncpu = len(os.sched_getaffinity(0))
     cpus = sorted(os.sched_getaffinity(0))
     pin = f"{cpus[0]},{cpus[-1]}"
-    rc, out, err = run([SHM, "--loads-file", lf, "-n", "3", "--pin", pin, "--json", "--wait", "block",
-                        "--calibrate-ms", "0"])
+    rc, out, err = run([SHM, "--loads-file", lf, "-n", "3", "--pin", pin, "--json", "--wait",
+                        "block", "--calibrate-ms", "0"])
     ok = rc == 0 and [r["load_units"] for r in json.loads(out)["ranks"]] == [0, 60, 240]
     check(ok, f"shm: --loads-file and --pin {pin}", out + err)
 

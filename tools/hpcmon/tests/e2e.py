@@ -13,15 +13,15 @@ import atexit
 import json
 import os
 import shutil
-import socket
-import struct
 import sys
 import tempfile
-import threading
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "bench", "metbench", "tests"))
 from tap import MPI, check, done, hpcmon_lib, mpirun, read_trace, run  # noqa: E402
+
+sys.path.insert(0, here)
+from rx import BYE, HELLO, ITERATION, MAGIC, Receiver, load_json  # noqa: E402
 
 build = sys.argv[1]
 LIB = hpcmon_lib(build)
@@ -31,59 +31,14 @@ CALLS = os.path.join(build, "tools", "hpcmon", "hpcmon-mpi-calls")
 tmp = tempfile.mkdtemp(prefix="hpcmon-e2e-")
 atexit.register(shutil.rmtree, tmp, ignore_errors=True)
 
-# struct hpcmon_record (tools/common/hpcmon_proto.h), native layout, 56 bytes
-REC = struct.Struct("=IHHiiiIQQQQ")
-FIELDS = ("magic", "version", "kind", "pid", "rank", "size", "job", "iteration", "run_ns",
-          "wait_ns", "end_ns")
-MAGIC, ITERATION, HELLO, BYE = 0x48504331, 1, 2, 3
 N = 10
 LOADS = "200,800,200,800"
-
-
-class Receiver:
-    """hpcd's side of the socket: bound before the job starts, drained by a thread."""
-
-    def __init__(self, path):
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        self.sock.bind(path)
-        self.sock.settimeout(0.2)
-        self.recs, self.bad = [], 0
-        self.stop = False
-        self.t = threading.Thread(target=self.loop, daemon=True)
-        self.t.start()
-
-    def loop(self):
-        while not self.stop:
-            try:
-                d = self.sock.recv(4096)
-            except socket.timeout:
-                continue
-            if len(d) != REC.size:
-                self.bad += 1
-                continue
-            self.recs.append(dict(zip(FIELDS, REC.unpack(d))))
-
-    def close(self):
-        self.stop = True
-        self.t.join()
-        self.sock.close()
-        os.unlink(self.path)
 
 
 def monitored(env, *mb_args, np=5, prog=None):
     """Run MetBench (or @prog) under the monitor; @env reaches the ranks,
     LD_PRELOAD only the ranks (not the launcher)."""
     return run(mpirun(np, *(prog or [MB]), *mb_args, env=env, preload=LIB), env=env)
-
-
-def load_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError) as ex:
-        return {"error": str(ex)}
 
 
 # ---------------------------------------------------------------- 1. records

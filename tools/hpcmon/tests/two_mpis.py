@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Open MPI and MPICH side by side: each build links its own MPI, a plain MPI
+program built with mpicc.mpich is monitored by libhpcmon-mpich.so (report and
+records as hpcd gets them), and a libhpcmon of the other MPI is refused with
+one error line while the program runs unmonitored. No timed assertions.
+
+usage: two_mpis.py BUILD_DIR   (Open MPI build in BUILD_DIR, MPICH build and
+the tiny_mpi programs in BUILD_DIR/mpich)
+"""
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "..", "bench", "metbench", "tests"))
+from tap import check, done, hpcmon_lib, mpirun, run  # noqa: E402
+
+sys.path.insert(0, here)
+from rx import BYE, HELLO, ITERATION, Receiver, load_json  # noqa: E402
+
+build = sys.argv[1]
+mbuild = os.path.join(build, "mpich")
+tmp = tempfile.mkdtemp(prefix="hpcmon-two-mpis-")
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+
+MB = {"openmpi": os.path.join(build, "bench", "metbench", "metbench"),
+      "mpich": os.path.join(mbuild, "bench", "metbench", "metbench")}
+LIB = {"openmpi": hpcmon_lib(build, "openmpi"), "mpich": hpcmon_lib(mbuild, "mpich")}
+TINY = {m: os.path.join(mbuild, f"tiny-mpi-{m}") for m in ("openmpi", "mpich")}
+SONAME = {"openmpi": "libmpi.so.40", "mpich": "libmpich.so.12"}
+NAME = {"openmpi": "Open MPI", "mpich": "MPICH"}
+OTHER = {"openmpi": "mpich", "mpich": "openmpi"}
+
+
+def needed(path):
+    """The DT_NEEDED sonames of @path."""
+    rc, out, err = run(["readelf", "-d", path])
+    return {l.split("[")[1].split("]")[0] for l in out.splitlines() if "(NEEDED)" in l}
+
+
+# ---- 1. each build links its own MPI and only that one
+for mpi in ("openmpi", "mpich"):
+    for what, path in (("metbench", MB[mpi]), (os.path.basename(LIB[mpi]), LIB[mpi]),
+                       ("tiny-mpi", TINY[mpi])):
+        libs = needed(path) if os.path.exists(path) else set()
+        check(SONAME[mpi] in libs and SONAME[OTHER[mpi]] not in libs,
+              f"{mpi}: {what} links {SONAME[mpi]} only", f"{path}: {sorted(libs)}")
+check(os.path.islink(os.path.join(build, "tools", "hpcmon", "libhpcmon-openmpi.so")),
+      "libhpcmon-openmpi.so names the Open MPI build")
+
+# ---- 2. a plain MPICH program (mpicc.mpich, no hpcmon header) under the monitor
+ITERS, UNIT, NP = 8, 500, 4
+sock = os.path.join(tmp, "hpcd.sock")
+rep = os.path.join(tmp, "tiny.json")
+env = {"HPCD_SOCKET": sock, "HPCMON_MIN_WAIT_US": "0", "HPCMON_REPORT": rep}
+rx = Receiver(sock)
+rc, out, err = run(mpirun(NP, TINY["mpich"], str(ITERS), str(UNIT), env=env,
+                          preload=LIB["mpich"], mpi="mpich"), env=env)
+rx.close()
+want_sum = ITERS * UNIT * sum(4 if r % 2 else 1 for r in range(NP))
+check(rc == 0 and f"tiny_mpi: {NP} ranks, {ITERS} iterations, sum {want_sum}" in out,
+      "mpich: tiny_mpi runs under LD_PRELOAD=libhpcmon-mpich.so, its result unchanged",
+      f"rc={rc}\n{out}\n{err}")
+r = load_json(rep)
+ranks = r.get("ranks", [])
+check(r.get("size") == NP and len(ranks) == NP, f"mpich: report of {NP} ranks", r)
+check(all(x["iterations"] == ITERS for x in ranks),
+      f"mpich: {ITERS} iterations per rank (one per MPI_Allreduce)",
+      [x["iterations"] for x in ranks])
+check(all(0 < x["compute_pct"] < 100 and x["compute_ns"] > 0 and x["wait_ns"] > 0
+          and x["calls"] == ITERS for x in ranks),
+      "mpich: utilisation of every rank in (0, 100) %, compute and wait measured", ranks)
+comp = [x["compute_ns"] for x in ranks]
+if len(comp) == NP and min(comp) > 0:
+    mean = sum(comp) / NP
+    lip, eff = max(abs(c - mean) / c for c in comp), mean / max(comp)
+else:
+    lip = eff = None
+check(lip is not None and r.get("lip") is not None and abs(r["lip"] - lip) < 1e-3
+      and abs(r["efficiency"] - eff) < 1e-3 and 0 < eff < 1,
+      "mpich: LIP and POP load balance efficiency = recomputed from the ranks' compute",
+      f"report {r.get('lip')} {r.get('efficiency')}, recomputed {lip} {eff}")
+check(r.get("iter_lip_count") == ITERS and r.get("iter_lip_mean") is not None,
+      f"mpich: per-iteration LIP over the {ITERS} iterations", r)
+odd = sum(comp[1::2])
+even = sum(comp[0::2])
+check(odd > even, "mpich: the odd (4x) ranks compute more than the even ones",
+      f"odd={comp[1::2]} even={comp[0::2]}")
+check("hpcmon: LIP" in err and "load balance efficiency" in err
+      and "per-iteration LIP" in err, "mpich: rank 0 prints the report (LIP, efficiency)", err)
+recs = rx.recs
+by = {rk: [x for x in recs if x["rank"] == rk] for rk in range(NP)}
+sent = {x["rank"]: x["sent"] for x in ranks}
+check(rx.bad == 0 and {rk: len(v) for rk, v in by.items()} == sent,
+      "mpich: hpcd's socket receives every record sent, per rank",
+      f"bad={rx.bad} got={ {rk: len(v) for rk, v in by.items()} } sent={sent}")
+check(all([x["kind"] for x in v] == [HELLO] + [ITERATION] * ITERS + [BYE] for v in by.values())
+      and len({x["pid"] for x in recs}) == NP and len({x["job"] for x in recs}) == 1
+      and all(x["size"] == NP for x in recs),
+      f"mpich: per rank HELLO, {ITERS} ITERATION, BYE; one pid per rank, one job",
+      {rk: [x["kind"] for x in v] for rk, v in by.items()})
+
+# tiny_mpi 3 50 on 3 ranks: 3 iterations x 50 x (1 + 4 + 1)
+SUM3 = 3 * 50 * 6
+
+# ---- 3. the other MPI's library: one error line, the program runs unmonitored
+for prog_mpi in ("mpich", "openmpi"):
+    lib_mpi = OTHER[prog_mpi]
+    lib = os.path.basename(LIB[lib_mpi])
+    for what, prog in (("metbench", [MB[prog_mpi], "--loads", "20,80", "-n", "3",
+                                     "--calibrate-ms", "0"]),
+                       ("tiny_mpi", [TINY[prog_mpi], "3", "50"])):
+        sock = os.path.join(tmp, f"mm-{prog_mpi}.sock")
+        rep = os.path.join(tmp, f"mm-{prog_mpi}-{what}.json")
+        env = {"HPCD_SOCKET": sock, "HPCMON_REPORT": rep}
+        rx = Receiver(sock)
+        rc, out, err = run(mpirun(3, *prog, env=env, preload=LIB[lib_mpi], mpi=prog_mpi),
+                           env=env)
+        rx.close()
+        errs = [l for l in err.splitlines() if l.startswith("hpcmon: error:")]
+        ok_out = ("Exec. time" in out) if what == "metbench" else (f"sum {SUM3}" in out)
+        tag = f"{lib} preloaded into {what} ({NAME[prog_mpi]})"
+        check(rc == 0 and ok_out, f"{tag}: the program runs to completion, output unchanged",
+              f"rc={rc}\n{out}\n{err}")
+        check(len(errs) == 1 and f"built for {NAME[lib_mpi]}" in errs[0]
+              and f"uses {NAME[prog_mpi]}" in errs[0] and "monitor off" in errs[0],
+              f"{tag}: one error line naming both MPIs", err)
+        check(not os.path.exists(rep) and not rx.recs and "hpcmon: LIP" not in err,
+              f"{tag}: inert (no report, nothing sent)",
+              f"{len(rx.recs)} records\n{err}")
+
+# ---- 4. if the library cannot take itself out of the program (not in
+# LD_PRELOAD, or already tried): Open MPI's handles pass through MPICH's
+# library unharmed; the reverse would truncate them, so it exits cleanly.
+env = {"HPCMON_REEXEC": "1", "HPCD_SOCKET": ""}
+rc, out, err = run(mpirun(3, TINY["mpich"], "3", "50", env=env, preload=LIB["openmpi"],
+                          mpi="mpich"), env=env)
+check(rc == 0 and f"sum {SUM3}" in out and "monitor off" in err,
+      "libhpcmon.so kept in an MPICH program: passes every call through",
+      f"rc={rc}\n{out}\n{err}")
+rc, out, err = run(mpirun(3, TINY["openmpi"], "3", "50", env=env, preload=LIB["mpich"],
+                          mpi="openmpi"), env=env)
+check(rc == 127 and f"sum {SUM3}" not in out and "cannot run this program without" in err
+      and "Segmentation" not in err and "signal" not in err,
+      "libhpcmon-mpich.so kept in an Open MPI program: clear error, exit 127, no crash",
+      f"rc={rc}\n{out}\n{err}")
+
+done()
