@@ -3,7 +3,8 @@
 """Open MPI and MPICH side by side: each build links its own MPI, a plain MPI
 program built with mpicc.mpich is monitored by libhpcmon-mpich.so (report and
 records as hpcd gets them), and a libhpcmon of the other MPI is refused with
-one error line while the program runs unmonitored. No timed assertions.
+one error line while the program runs unmonitored; hpcmon-lib picks the
+library for a program. No timed assertions.
 
 usage: two_mpis.py BUILD_DIR   (Open MPI build in BUILD_DIR, MPICH build and
 the tiny_mpi programs in BUILD_DIR/mpich)
@@ -147,5 +148,26 @@ check(rc == 127 and f"sum {SUM3}" not in out and "cannot run this program withou
       and "Segmentation" not in err and "signal" not in err,
       "libhpcmon-mpich.so kept in an Open MPI program: clear error, exit 127, no crash",
       f"rc={rc}\n{out}\n{err}")
+
+# ---- 5. hpcmon-lib: the library for a program, from the MPI it loads
+PICK = os.path.join(here, "..", "hpcmon-lib")
+for mpi in ("openmpi", "mpich"):
+    for what, prog in (("metbench", MB[mpi]), ("tiny_mpi", TINY[mpi])):
+        rc, out, err = run([PICK, "--build", build, prog])
+        check(rc == 0 and out.strip() == LIB[mpi],
+              f"hpcmon-lib: {what} ({NAME[mpi]}) -> {os.path.basename(LIB[mpi])}",
+              f"rc={rc}\n{out}\n{err}")
+static = os.path.join(build, "bench", "metbench", "metbench-shm-static")
+for args, want_rc, msg in (
+        (["/usr/bin/true"], 2, "uses neither Open MPI"),
+        ([static], 2, "not a dynamically linked program"),
+        ([os.path.join(tmp, "missing")], 2, "no such readable file"),
+        (["--build", os.path.join(tmp, "nobuild"), MB["mpich"]], 1, "is not built"),
+        ([], 2, "usage:")):
+    rc, out, err = run([PICK, *args])
+    check(rc == want_rc and msg in err and not out,
+          f"hpcmon-lib {' '.join(os.path.basename(a) for a in args) or '(no argument)'}: "
+          f"status {want_rc}, "
+          f"'{msg}'", f"rc={rc}\n{out}\n{err}")
 
 done()
