@@ -42,6 +42,6 @@ hpcmon-overhead-mpich: mpich
 
 # The MPICH build's MetBench and monitor checks (the Open MPI suites' own
 # scripts, HPCSCHED_MPI=mpich), then the two MPIs side by side (which needs
-# the Open MPI build too).
-check-mpich: mpich metbench hpcmon
+# the Open MPI build too) and hpcd managing MetBench under MPICH.
+check-mpich: mpich metbench hpcmon hpcd
 	@tests/run-suite mpich -- tools/hpcmon/tests/run-mpich $(BUILD)

@@ -4,16 +4,21 @@
 program built with mpicc.mpich is monitored by libhpcmon-mpich.so (report and
 records as hpcd gets them), and a libhpcmon of the other MPI is refused with
 one error line while the program runs unmonitored; hpcmon-lib picks the
-library for a program. No timed assertions.
+library for a program; hpcd manages MetBench under MPICH from that library's
+records. No timed assertions.
 
 usage: two_mpis.py BUILD_DIR   (Open MPI build in BUILD_DIR, MPICH build and
 the tiny_mpi programs in BUILD_DIR/mpich)
 """
 import atexit
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "..", "bench", "metbench", "tests"))
@@ -169,5 +174,55 @@ for args, want_rc, msg in (
           f"hpcmon-lib {' '.join(os.path.basename(a) for a in args) or '(no argument)'}: "
           f"status {want_rc}, "
           f"'{msg}'", f"rc={rc}\n{out}\n{err}")
+
+# ---- 6. hpcd manages MetBench under MPICH (libhpcmon-mpich.so's records)
+HPCD = os.path.join(build, "tools", "hpcd", "hpcd")
+HPCCTL = os.path.join(build, "tools", "hpcd", "hpcctl")
+
+
+def hpcd_metbench():
+    """hpcd adopting MetBench's workers (MPICH) from the monitor's hello records."""
+    if os.geteuid() != 0 or not os.access(HPCD, os.X_OK):
+        return False, "", "", f"needs root and {HPCD} built (hpcd creates cgroups)"
+    env = dict(os.environ, HPCD_CONTROL=os.path.join(tmp, "ctl"),
+               HPCD_SOCKET=os.path.join(tmp, "hpcd-mon"), HPCMON_QUIET="1",
+               HPCMON_BLOCKING_WAIT="1")
+    log = open(os.path.join(tmp, "hpcd.log"), "w+")
+    d = subprocess.Popen([HPCD, "--set", "ignore_ranks=0", "--exit-when-idle", "--heuristic",
+                          "adaptive", "-v"], stderr=log, env=env)
+    for _ in range(200):  # until hpcd answers on its control socket (not a timed check)
+        if run([HPCCTL, "--backend", "hpcd", "status"], env=env)[0] == 0 or d.poll() is not None:
+            break
+        time.sleep(0.05)
+    rc, out, err = run(mpirun(5, MB["mpich"], "--loads", "250,1000,250,1000", "-n", "10",
+                              "--calibrate-ms", "20", "--json", preload=LIB["mpich"],
+                              mpi="mpich"), env=env)
+    try:
+        drc = d.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        drc = "still running 60 s after the job"
+    log.seek(0)
+    return rc == 0 and drc == 0, out, log.read(), f"metbench rc={rc} hpcd rc={drc}\n{err}"
+
+
+ok, out, log, why = hpcd_metbench()
+check(ok, "hpcd + MPICH MetBench: both end cleanly, hpcd on its own after the last rank",
+      f"{why}\n{log}")
+managed = re.findall(r"managing \d+ \(metbench\) job (\S+) rank (\d+)", log)
+check(sorted(int(r) for _, r in managed) == [1, 2, 3, 4] and len({j for j, _ in managed}) == 1
+      and "rank 0 (pid" in log and "not adopted" in log,
+      "hpcd + MPICH MetBench: workers 1-4 adopted as one job, the master (rank 0) not", log)
+iters = {int(r) for r in re.findall(r"rank (\d+) iteration \d+ ", log)}
+check(iters == {1, 2, 3, 4}, "hpcd + MPICH MetBench: iterations of every worker reach hpcd",
+      sorted(iters))
+check(log.count("the monitor said bye") + log.count(": exited") >= 4,
+      "hpcd + MPICH MetBench: every worker released (bye or exit)", log)
+try:
+    res = json.loads(out)
+except ValueError:
+    res = {}
+check([r.get("load_units") for r in res.get("ranks", [])] == [0, 2500, 10000, 2500, 10000],
+      "hpcd + MPICH MetBench: MetBench's JSON, load units as asked", out)
 
 done()
