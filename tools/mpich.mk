@@ -5,6 +5,8 @@
 #   make mpich                 build/mpich: metbench, libhpcmon-mpich.so, their test
 #                              programs, tiny_mpi built by mpicc.mpich and mpicc.openmpi
 #   make hpcmon-overhead-mpich per-call cost of libhpcmon-mpich.so (with vs without)
+#   make bench-mpich           Open MPI and MPICH side by side: MetBench's wall and
+#                              execution time, libhpcmon's cost per call (ratios, one run)
 #   make check-mpich           the mpich suite
 #
 # The Open MPI build (build/) names mpicc.openmpi and the tests mpirun.openmpi,
@@ -17,7 +19,7 @@ MPIEXEC_MPICH := mpiexec.mpich -launcher fork
 
 CHECK_SUITES += mpich
 
-.PHONY: mpich hpcmon-overhead-mpich check-mpich
+.PHONY: mpich hpcmon-overhead-mpich bench-mpich check-mpich
 
 $(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_MPI=mpich \
@@ -39,6 +41,9 @@ hpcmon-overhead-mpich: mpich
 	@echo "== MPICH, with LD_PRELOAD=libhpcmon-mpich.so (publishing off: the per-call cost)"
 	@HPCD_SOCKET= HPCMON_QUIET=1 $(MPIEXEC_MPICH) -n 1 \
 		-genv LD_PRELOAD $(MPICH_HPCMON)/libhpcmon-mpich.so $(MPICH_HPCMON)/hpcmon-overhead 1000000
+
+bench-mpich: mpich metbench hpcmon
+	@PYTHONDONTWRITEBYTECODE=1 tools/hpcmon/bench-mpich.py $(BUILD)
 
 # The MPICH build's MetBench and monitor checks (the Open MPI suites' own
 # scripts, HPCSCHED_MPI=mpich), then the two MPIs side by side (which needs
