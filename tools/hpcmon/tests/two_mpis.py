@@ -175,7 +175,50 @@ for args, want_rc, msg in (
           f"status {want_rc}, "
           f"'{msg}'", f"rc={rc}\n{out}\n{err}")
 
-# ---- 6. hpcd manages MetBench under MPICH (libhpcmon-mpich.so's records)
+# ---- 6. the CMake choice of MPI: explicit, whatever mpicc is first in PATH
+MODULE = os.path.normpath(os.path.join(here, "..", "..", "..", "bench", "metbench", "cmake",
+                                       "HpcschedMPI.cmake"))
+proj = os.path.join(tmp, "cmake-mpi")
+os.makedirs(proj)
+with open(os.path.join(proj, "CMakeLists.txt"), "w") as f:
+    f.write("cmake_minimum_required(VERSION 3.25)\nproject(t C)\n"
+            f"include({MODULE})\n"
+            'file(WRITE ${CMAKE_BINARY_DIR}/mpi.txt "${MPI_C_COMPILER}|${MPI_C_INCLUDE_DIRS}")\n')
+# As if Debian's alternatives pointed at MPICH: mpicc/mpicxx first in PATH are MPICH's.
+fake = os.path.join(tmp, "fake-bin")
+os.makedirs(fake)
+for w in ("mpicc", "mpicxx"):
+    os.symlink(f"/usr/bin/{w}.mpich", os.path.join(fake, w))
+penv = {"PATH": fake + os.pathsep + os.environ.get("PATH", "")}
+
+
+def configure(tag, *defs):
+    b = os.path.join(tmp, f"cmake-{tag}")
+    rc, out, err = run(["cmake", "-S", proj, "-B", b, *defs], env=penv)
+    try:
+        with open(os.path.join(b, "mpi.txt")) as f:
+            comp, inc = f.read().split("|", 1)
+    except OSError:
+        comp = inc = ""
+    return rc, out + err, comp, inc
+
+
+rc, log, comp, inc = configure("default")
+check(rc == 0 and comp == "/usr/bin/mpicc.openmpi" and "openmpi" in inc and "mpich" not in inc,
+      "cmake, mpicc in PATH is MPICH's: the default build still uses mpicc.openmpi",
+      f"rc={rc} compiler={comp} include={inc}\n{log}")
+rc, log, comp, inc = configure("mpich", "-DHPCSCHED_MPI=mpich")
+check(rc == 0 and comp == "/usr/bin/mpicc.mpich" and "mpich" in inc,
+      "cmake -DHPCSCHED_MPI=mpich: mpicc.mpich, MPICH's mpi.h",
+      f"rc={rc} compiler={comp} include={inc}\n{log}")
+rc, log, comp, inc = configure("bad", "-DHPCSCHED_MPI=lam")
+check(rc != 0 and "HPCSCHED_MPI='lam': must be openmpi or mpich" in log,
+      "cmake -DHPCSCHED_MPI=lam: refused, names the choices", log)
+rc, log, comp, inc = configure("mixed", "-DMPI_C_COMPILER=/usr/bin/mpicc.mpich")
+check(rc != 0 and "is another MPI" in log,
+      "cmake: HPCSCHED_MPI=openmpi with mpicc.mpich is refused", log)
+
+# ---- 7. hpcd manages MetBench under MPICH (libhpcmon-mpich.so's records)
 HPCD = os.path.join(build, "tools", "hpcd", "hpcd")
 HPCCTL = os.path.join(build, "tools", "hpcd", "hpcctl")
 
