@@ -6,6 +6,9 @@
 #   make hpcmon            libhpcmon.so, its test program and overhead micro-benchmark
 #   make hpcmon-overhead   per-call cost of the monitor (with vs without LD_PRELOAD)
 #   make check-metbench check-hpcmon
+#
+# Built and run with Open MPI by name (mpicc.openmpi, mpirun.openmpi), whatever
+# Debian's mpi alternatives say; the MPICH build is tools/mpich.mk.
 
 METBENCH_DIR   := $(BUILD)/bench/metbench
 HPCMON_DIR     := $(BUILD)/tools/hpcmon
@@ -30,9 +33,9 @@ hpcmon: deps $(BUILD)/CMakeCache.txt
 
 hpcmon-overhead: hpcmon
 	@echo "== without the monitor"
-	@mpirun $(MPIRUN_FLAGS) -np 1 $(HPCMON_DIR)/hpcmon-overhead 1000000
+	@mpirun.openmpi $(MPIRUN_FLAGS) -np 1 $(HPCMON_DIR)/hpcmon-overhead 1000000
 	@echo "== with LD_PRELOAD=libhpcmon.so (publishing off: the per-call cost)"
-	@HPCD_SOCKET= HPCMON_QUIET=1 mpirun $(MPIRUN_FLAGS) -np 1 -x HPCD_SOCKET -x HPCMON_QUIET \
+	@HPCD_SOCKET= HPCMON_QUIET=1 mpirun.openmpi $(MPIRUN_FLAGS) -np 1 -x HPCD_SOCKET -x HPCMON_QUIET \
 		-x LD_PRELOAD=$(HPCMON_LIB) $(HPCMON_DIR)/hpcmon-overhead 1000000
 
 check-metbench: metbench
