@@ -42,16 +42,20 @@ endforeach()
 find_package(MPI REQUIRED COMPONENTS C)
 
 include(CheckCSourceCompiles)
+# The cached answer is per include path: a changed MPI is checked again.
+string(MD5 _hpc_mpi_inc "${MPI_C_INCLUDE_DIRS}")
+string(SUBSTRING ${_hpc_mpi_inc} 0 8 _hpc_mpi_inc)
+set(_hpc_mpi_ok HPCSCHED_MPI_IS_${HPCSCHED_MPI}_${_hpc_mpi_inc})
 set(CMAKE_REQUIRED_INCLUDES ${MPI_C_INCLUDE_DIRS})
 set(CMAKE_REQUIRED_QUIET ON)
 check_c_source_compiles("#include <mpi.h>
 #ifndef ${_hpc_mpi_macro}
 #error not ${HPCSCHED_MPI}
 #endif
-int main(void) { return 0; }" HPCSCHED_MPI_IS_${HPCSCHED_MPI})
+int main(void) { return 0; }" ${_hpc_mpi_ok})
 unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_QUIET)
-if(NOT HPCSCHED_MPI_IS_${HPCSCHED_MPI})
+if(NOT ${_hpc_mpi_ok})
 	message(FATAL_ERROR "HPCSCHED_MPI=${HPCSCHED_MPI} but ${MPI_C_COMPILER} (mpi.h in "
 		"${MPI_C_INCLUDE_DIRS}) is another MPI: configure a fresh build directory "
 		"or pass -DMPI_C_COMPILER=/usr/bin/mpicc.${HPCSCHED_MPI}")
