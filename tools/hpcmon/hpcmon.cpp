@@ -82,7 +82,6 @@ struct Config {
 };
 
 struct State {
-	bool inert = false;  // built for another MPI than the program's: pass through
 	bool active = false; // between MPI_Init and MPI_Finalize
 	int depth = 0;       // wrapped calls in progress (PMPI may re-enter)
 	pthread_t main_thread{};
@@ -105,6 +104,10 @@ struct State {
 
 Config cfg;
 State st;
+// Built for another MPI than the program's: pass every call through. Apart
+// from st: constant-initialised, so set safely by the load-time constructor
+// whatever the order of the dynamic initialisers.
+bool inert = false;
 
 inline uint64_t now_ns()
 {
@@ -227,7 +230,7 @@ __attribute__((constructor)) void check_mpi(int, char **argv, char **)
 	std::string mpi = program_mpi();
 	if (mpi.rfind(HPCMON_MPI, 0) == 0)
 		return;
-	st.inert = true;
+	inert = true;
 	if (hpcbench::launcher_rank_is_zero())
 		fprintf(stderr,
 			"hpcmon: error: " HPCMON_LIB_NAME " is built for " HPCMON_MPI
@@ -650,7 +653,7 @@ extern "C" {
 int MPI_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
-	if (rc == MPI_SUCCESS && !st.inert)
+	if (rc == MPI_SUCCESS && !inert)
 		after_init();
 	return rc;
 }
@@ -658,7 +661,7 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
-	if (rc == MPI_SUCCESS && !st.inert)
+	if (rc == MPI_SUCCESS && !inert)
 		after_init();
 	return rc;
 }

@@ -141,11 +141,13 @@ for prog_mpi in ("mpich", "openmpi"):
 # ---- 4. if the library cannot take itself out of the program (not in
 # LD_PRELOAD, or already tried): Open MPI's handles pass through MPICH's
 # library unharmed; the reverse would truncate them, so it exits cleanly.
-env = {"HPCMON_REEXEC": "1", "HPCD_SOCKET": ""}
+rep = os.path.join(tmp, "kept.json")
+env = {"HPCMON_REEXEC": "1", "HPCD_SOCKET": "", "HPCMON_REPORT": rep}
 rc, out, err = run(mpirun(3, TINY["mpich"], "3", "50", env=env, preload=LIB["openmpi"],
                           mpi="mpich"), env=env)
-check(rc == 0 and f"sum {SUM3}" in out and "monitor off" in err,
-      "libhpcmon.so kept in an MPICH program: passes every call through",
+check(rc == 0 and f"sum {SUM3}" in out and "monitor off" in err and not os.path.exists(rep)
+      and "hpcmon: LIP" not in err,
+      "libhpcmon.so kept in an MPICH program: passes every call through, no report",
       f"rc={rc}\n{out}\n{err}")
 rc, out, err = run(mpirun(3, TINY["openmpi"], "3", "50", env=env, preload=LIB["mpich"],
                           mpi="openmpi"), env=env)
