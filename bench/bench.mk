@@ -6,6 +6,7 @@
 #                 task; libhpcmon's cost per MPI call; weight mode on a balanced
 #                 MetBench vs no hpcd (bench/bench.sh; as root, ~6 min on 2 CPUs);
 #                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
+#                 then Open MPI beside MPICH (bench-mpich, tools/mpich.mk);
 #                 then scx_hpc beside scx_simple in the QEMU guest (bench-scx:
 #                 make scx-bench, sched_ext/scx.mk) when the guest kernel image
 #                 is there, its ratios appended to the summary; skipped (and
@@ -20,6 +21,7 @@ SCX_BENCH_IMAGE ?= $(TOP)/build-kernel/bzImage
 bench: build
 	@bench/bench.sh $(BUILD) $(BENCH_DIR)
 	@$(MAKE) --no-print-directory bench-hpclb
+	@$(MAKE) --no-print-directory bench-mpich | tee $(BENCH_DIR)/mpich.txt
 	@$(MAKE) --no-print-directory bench-scx
 
 bench-scx:
