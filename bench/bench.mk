@@ -21,7 +21,7 @@ SCX_BENCH_IMAGE ?= $(TOP)/build-kernel/bzImage
 bench: build
 	@bench/bench.sh $(BUILD) $(BENCH_DIR)
 	@$(MAKE) --no-print-directory bench-hpclb
-	@$(MAKE) --no-print-directory bench-mpich | tee $(BENCH_DIR)/mpich.txt
+	@$(MAKE) --no-print-directory bench-mpich
 	@$(MAKE) --no-print-directory bench-scx
 
 bench-scx:
