@@ -1,0 +1,175 @@
+# make reproduce, guest side (busybox ash): MetBench and MetBenchVar under one
+# backend of this boot, way after way, printed on the console for the host
+# (bench/repro/reproduce.sh extracts them; bench/repro/report.py reads them).
+# Sourced by /tests/7*-repro-*.sh with BACKEND=kernel|scx.
+#
+# Per program and way, lines (the guest's init prefixes them with "# CASE: "):
+# Ways: baseline (SCHED_OTHER), equal (the backend with every worker at
+# priority 4: min_prio = max_prio = 4), static (n/a), uniform, adaptive.
+#   REPRO PROG WAY begin
+#   REPRO PROG WAY json {metbench --json}
+#   REPRO PROG WAY csv LINE          (metbench --trace, header first)
+#   REPRO PROG WAY prio P<n> <prio>  (last priority sampled while it ran)
+#   REPRO PROG WAY end ok|failed REASON
+#   REPRO PROG WAY na REASON         (a way this backend cannot run)
+# Parameters from the kernel command line (run-qemu --append):
+#   hpc.repro_progs=metbench,metbenchvar  hpc.repro_loads=L1,L2,L3,L4
+#   hpc.repro_iters=N (MetBench)  hpc.repro_k=K (MetBenchVar: 3K iterations)
+MB=/usr/local/bin/metbench-shm-static
+HPCCTL=/usr/local/bin/hpcctl
+SCX_HPC=/usr/local/bin/scx_hpc
+SYS=/sys/kernel/sched_hpc
+fail=0
+
+param() {  # param NAME DEFAULT: hpc.repro_NAME= from /proc/cmdline
+	for w in $(cat /proc/cmdline); do
+		case $w in "hpc.repro_$1="*) echo "${w#*=}"; return 0 ;; esac
+	done
+	echo "$2"
+}
+progs=$(param progs metbench,metbenchvar | tr , ' ')
+loads=$(param loads 60,240,60,240)
+iters=$(param iters 10)
+k=$(param k 5)
+
+# children PID: the master's workers, by pid (forked in order P1..P4)
+children() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v pp="$1" '$4 == pp { print $1 }' | sort -n
+}
+# prio_of PID: the task's priority under this backend (empty if none)
+prio_of() {
+	if [ "$BACKEND" = kernel ]; then
+		sed -n 's/^prio: //p' /proc/$1/sched_hpc 2>/dev/null
+	else
+		$SCX_HPC --dump-tasks --json 2>/dev/null | tr '{' '\n' | grep "\"pid\":$1," |
+			sed -n 's/.*"prio":\([0-9]*\).*/\1/p'
+	fi
+}
+
+# run_way PROG WAY: MetBench (PROG) once under WAY, sampled every 0.5 s
+run_way() {
+	prog=$1 way=$2
+	set -- --loads "$loads" --wait block --pin 0,1,2,3 --json --trace /tmp/trace.csv
+	if [ "$prog" = metbenchvar ]; then
+		set -- "$@" --iterations $((3 * k)) --swap-every "$k"
+	else
+		set -- "$@" --iterations "$iters"
+	fi
+	echo "REPRO $prog $way begin"
+	rm -f /tmp/out.json /tmp/err /tmp/trace.csv /tmp/prio.*
+	case $way in
+	baseline) $MB "$@" > /tmp/out.json 2> /tmp/err & ;;
+	equal)
+		# every worker at priority 4, balancing off (min = max = 4): the
+		# paper's baseline on its SMT machine, here on emulated SMT cores
+		if [ "$BACKEND" = kernel ]; then
+			$HPCCTL run --set min_prio=4 --set max_prio=4 -- $MB "$@" > /tmp/out.json 2> /tmp/err &
+		else
+			$HPCCTL --backend scx run --set min_prio=4 --set max_prio=4 -- $MB "$@" > /tmp/out.json 2> /tmp/err &
+		fi ;;
+	uniform | adaptive)
+		# kernel: hpcctl sets /sys/kernel/sched_hpc/heuristic and runs the
+		# command under SCHED_HPC; scx: it starts scx_hpc with the heuristic
+		# (unloaded when the command is gone) and runs it under SCHED_EXT.
+		if [ "$BACKEND" = kernel ]; then
+			$HPCCTL run --heuristic $way -- $MB "$@" > /tmp/out.json 2> /tmp/err &
+		else
+			$HPCCTL --backend scx run --heuristic $way -- $MB "$@" > /tmp/out.json 2> /tmp/err &
+		fi ;;
+	esac
+	bg=$!
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	master= workers=
+	while kill -0 $bg 2>/dev/null; do
+		if [ -z "$master" ]; then
+			# hpcctl execs the command or forks it: the master is $bg
+			# itself once it runs MetBench, else its child that does
+			# (the first match: the workers are named alike)
+			for p in $bg $(children $bg); do
+				if grep -q '^Name:.*metbench' /proc/$p/status 2>/dev/null; then
+					master=$p
+					break
+				fi
+			done
+		fi
+		if [ -n "$master" ]; then
+			[ -n "$workers" ] || workers=$(children $master)
+			n=1
+			for w in $workers; do
+				p=$(prio_of $w)
+				[ -z "$p" ] || echo "$p" > /tmp/prio.$n
+				n=$((n + 1))
+			done
+		fi
+		sleep 0.5
+	done
+	wait $bg
+	rc=$?
+	echo "# $prog $way: master ${master:-not seen}, workers $(echo ${workers:-not seen}), samples $(cat /tmp/prio.* 2>/dev/null | wc -l)"
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	echo "# $prog $way: exit $rc after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (guest uptime)"
+	sed 's/^/# stderr: /' /tmp/err | head -5
+	if [ $rc != 0 ]; then
+		echo "REPRO $prog $way end failed exit status $rc"
+		fail=1
+		return
+	fi
+	if ! grep -q '"total_time_s"' /tmp/out.json; then
+		echo "REPRO $prog $way end failed no JSON result"
+		fail=1
+		return
+	fi
+	echo "REPRO $prog $way json $(cat /tmp/out.json)"
+	[ -r /tmp/trace.csv ] && sed "s/^/REPRO $prog $way csv /" /tmp/trace.csv
+	if [ "$way" != baseline ]; then
+		for n in 1 2 3 4; do
+			[ -r /tmp/prio.$n ] && echo "REPRO $prog $way prio P$n $(cat /tmp/prio.$n)"
+		done
+	fi
+	echo "REPRO $prog $way end ok"
+}
+
+# restore: the backend's default priority range after the equal way
+restore() {
+	if [ "$BACKEND" = kernel ]; then
+		echo 6 > $SYS/max_prio
+		echo 4 > $SYS/min_prio
+	else
+		wait_disabled
+	fi
+}
+
+wait_disabled() {
+	n=150
+	while [ $n -gt 0 ] && [ "$(cat /sys/kernel/sched_ext/state)" != disabled ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+}
+
+run_backend() {
+	echo "# backend $BACKEND: programs $progs; loads $loads; MetBench $iters iterations; MetBenchVar k $k ($((3 * k)) iterations); $(nproc) CPUs"
+	if [ "$BACKEND" = kernel ]; then
+		[ -d $SYS ] || { echo "not ok - repro kernel: no $SYS (not a SCHED_HPC kernel)"; exit 1; }
+		echo "# sched_hpc: backend $(cat $SYS/backend), prio_range $(cat $SYS/prio_range), pairs $(cat $SYS/smt_pairs | tr '\n' ' ')"
+		static_na="the SCHED_HPC class has no per-task priority setting: min_prio/max_prio are global (/sys/kernel/sched_hpc), so one task cannot be pinned at 4 and its sibling at 6"
+	else
+		[ -e /sys/kernel/sched_ext/state ] || { echo "not ok - repro scx: no sched_ext in this kernel"; exit 1; }
+		[ -x $SCX_HPC ] || { echo "not ok - repro scx: no $SCX_HPC in this image"; exit 1; }
+		static_na="scx_hpc has no per-task priority setting: --min-prio/--max-prio bound every task alike, so one task cannot be pinned at 4 and its sibling at 6"
+	fi
+	for prog in $progs; do
+		run_way $prog baseline
+		echo "REPRO $prog static na $static_na"
+		run_way $prog equal
+		restore
+		run_way $prog uniform
+		run_way $prog adaptive
+		# scx_hpc unloads once its last task is gone: wait for it, so
+		# that the next baseline runs without it
+		[ "$BACKEND" = kernel ] || wait_disabled
+	done
+	[ "$BACKEND" != kernel ] || echo uniform > $SYS/heuristic
+	if [ $fail = 0 ]; then echo "ok - repro $BACKEND: every way ran"; else echo "not ok - repro $BACKEND: a way failed"; fi
+	exit $fail
+}
