@@ -32,9 +32,11 @@ struct RankRec {
 	double freq, background, cpu;
 	// DRUM (§3.2-3.3): b_n, u_n and i_n (CPUs), CAF (packets/s), s (MB/s).
 	double mflops, util, idle, caf, ifspeed;
-	double mem;  // MemAvailable (bytes) from the monitor, 0 without one
-	int cores;   // cores of its node (hwloc)
-	int samples; // monitor samples in this period (0: step counters used)
+	double mem;   // MemAvailable (bytes) from the monitor, 0 without one
+	int cores;    // cores of its node (hwloc)
+	int samples;  // monitor samples in this period (0: step counters used)
+	double share; // the CPU share it had over the period (cpu_share), 1 when f_p was
+		      // re-measured
 };
 
 // f_p: the refinement paper's loop (Figure 2) for `seconds` of wall time,
@@ -117,7 +119,7 @@ std::vector<int> my_cpus()
 struct hpclb_ctx {
 	MPI_Comm comm = MPI_COMM_NULL;
 	int rank = 0, size = 1, mode = 0, local_ranks = 1;
-	double epsilon = 0.02, dump_rate = 100e6, freq = 1;
+	double epsilon = 0.02, dump_rate = 100e6, freq = 1, min_gain = 0.05;
 	std::vector<UnitRec> units;
 	std::vector<hpclb_move> moves;
 	std::vector<double> psi_acc; // rank 0: accumulated psi per rank
@@ -288,6 +290,16 @@ int hpclb_mpi_set_speed(hpclb_ctx *c, double f)
 	return 0;
 }
 
+int hpclb_mpi_set_min_gain(hpclb_ctx *c, double fraction)
+{
+	if (!(fraction >= 0 && fraction < 1)) {
+		mpi_error = "min gain must be a fraction in [0, 1)";
+		return -1;
+	}
+	c->min_gain = fraction;
+	return 0;
+}
+
 int hpclb_mpi_set_remeasure(hpclb_ctx *c, double seconds)
 {
 	if (!(seconds == 0 || (seconds >= 0.001 && seconds <= 10))) {
@@ -416,7 +428,8 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 		   net.second,
 		   0,
 		   c->cores,
-		   0};
+		   0,
+		   1};
 	// The monitor thread's aggregates over the period, when it runs: CPU
 	// used by this rank, idle CPUs of its node (this rank's share), memory,
 	// packets of the interfaces but lo.
@@ -441,6 +454,11 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 		}
 	}
 	c->net_last = net.first;
+	// f_p is the speed of the CPU when the rank has it to itself; what the
+	// rank had of it over the period (a quota, a busy neighbour, other
+	// engineers' processes) scales it. A re-measured f_p has that already.
+	if (c->remeasure <= 0)
+		me.share = hpclb::cpu_share(cpu - c->cpu_last, avail, c->wait_known ? c->wait : 0);
 	if (c->wait_known)
 		me.background = hpclb::background_load(t_lb, task_time, c->wait);
 	c->wait = 0;
@@ -481,18 +499,24 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 			for (const auto &t : tasks)
 				interval[static_cast<size_t>(t.proc)] += t.cpu_time;
 			double fmax = 0;
+			// The refinement's speeds are the effective ones over the period
+			// (f_p times the CPU share the rank had): a t_i measured while a
+			// neighbour took half the CPU then counts the work it did, not
+			// twice that, and the node's share of the next period is what it
+			// can do at its present speed.
 			for (const auto &r : ranks) {
-				v.push_back({r.freq, r.background});
-				fmax = std::max(fmax, r.freq);
+				v.push_back({r.freq * r.share, r.background});
+				fmax = std::max(fmax, r.freq * r.share);
 			}
 			if (std::getenv("HPCLB_DEBUG"))
 				for (int p = 0; p < c->size; p++)
-					std::fprintf(
-						stderr,
-						"hpclb: rank %d freq %.4g background %.4g s cpu "
-						"%.4g s tasks %.4g s\n",
-						p, ranks[p].freq, ranks[p].background, ranks[p].cpu,
-						interval[p]);
+					std::fprintf(stderr,
+						     "hpclb: rank %d freq %.4g share %.3f "
+						     "background %.4g s "
+						     "cpu %.4g s tasks %.4g s\n",
+						     p, ranks[p].freq, ranks[p].share,
+						     ranks[p].background, ranks[p].cpu,
+						     interval[p]);
 			// Imbalance of the measured loads (max/avg), before.
 			auto ps = hpclb::psi(interval);
 			double avg = 0, mx = 0;
@@ -510,6 +534,14 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 				auto r = hpclb::refine(speeds, tasks, c->epsilon * probe.avg);
 				head[2] = r.imbalance_before;
 				head[3] = r.imbalance_after;
+				// A step whose plan gains less than min_gain of the period
+				// moves nothing: chasing the noise of the measures costs
+				// data movement every step and undoes itself at the next.
+				if (!hpclb::worth_moving(r.imbalance_before, r.imbalance_after,
+							 c->min_gain)) {
+					head[3] = head[2];
+					return;
+				}
 				for (size_t i = 0; i < tasks.size(); i++)
 					if (r.proc[i] != tasks[i].proc)
 						c->moves.push_back(
@@ -557,8 +589,8 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 				std::vector<hpclb::Host> h;
 				for (int p = 0; p < c->size; p++) {
 					c->psi_acc[p] += ps[p]; // accumulated imbalance
-					h.push_back(
-						{ranks[p].freq / fmax, interval[p], c->psi_acc[p]});
+					h.push_back({ranks[p].freq * ranks[p].share / fmax,
+						     interval[p], c->psi_acc[p]});
 				}
 				std::vector<hpclb::Container> ct;
 				for (const auto &t : tasks)

@@ -21,6 +21,25 @@ double background_load(double t_lb, double task_time, double t_idle)
 	return std::max(0.0, t_lb - task_time - t_idle);
 }
 
+double cpu_share(double cpu, double avail, double wait)
+{
+	if (!(cpu >= 0) || !(avail >= 0) || !(wait >= 0) || !std::isfinite(cpu) ||
+	    !std::isfinite(avail) || !std::isfinite(wait))
+		throw Error("cpu share: times must be finite and >= 0");
+	const double ran = avail - wait;
+	if (ran <= 1e-6)
+		return 1; // no time to judge by: the speed stays f_p
+	// Never 0: a rank that got nothing still gets the least share.
+	return std::clamp(cpu / ran, 0.01, 1.0);
+}
+
+bool worth_moving(double before, double after, double min_gain)
+{
+	if (!(min_gain >= 0 && min_gain < 1))
+		throw Error("min gain must be a fraction in [0, 1)");
+	return before - after >= min_gain * before && after < before;
+}
+
 RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon)
 {
 	const size_t P = vcpus.size();

@@ -134,3 +134,113 @@ TEST(Refine, BadInput)
 	EXPECT_THROW(speed_loop(0), Error);
 	EXPECT_GT(speed_loop(1000), 0);
 }
+
+// Real times of a placement: task i's work is t_i times the effective speed
+// of the VCPU it was timed on; VCPU p needs work / its effective speed.
+static double real_max(const std::vector<Task> &t, const std::vector<int> &proc,
+		       const std::vector<double> &eff)
+{
+	std::vector<double> time(eff.size(), 0);
+	for (size_t i = 0; i < t.size(); i++)
+		time[static_cast<size_t>(proc[i])] += t[i].cpu_time *
+						      eff[static_cast<size_t>(t[i].proc)] /
+						      eff[static_cast<size_t>(proc[i])];
+	return *std::max_element(time.begin(), time.end());
+}
+
+TEST(Refine, InterferedVcpuWithEffectiveSpeed)
+{
+	// Two equal CPUs; a busy neighbour takes half of VCPU 1's, so its 32
+	// tasks of 0.25 units of work take 0.5 s each (wall time): 8 s and 16 s.
+	// With the nominal f_p a task timed there counts twice its work, and on
+	// the receiver too: the plan moves 8 tasks (2 units), 10 s and 12 s, and
+	// needs more steps to recover (under-correction). With the effective
+	// speed (f_p x share 0.5) it moves 10 (2.5 units): 10.5 s and 11 s, the
+	// best of whole tasks (16 units at speed 1.5 need 10.67 s).
+	std::vector<Task> t;
+	for (int i = 0; i < 64; i++)
+		t.push_back({i, i < 32 ? 0.25 : 0.5, i < 32 ? 0 : 1, 0});
+	const std::vector<double> eff{1, 0.5};
+	auto nominal = refine({{1, 0}, {1, 0}}, t, 0);
+	auto effective = refine({{eff[0], 0}, {eff[1], 0}}, t, 0);
+	// Either way, work only leaves the interfered VCPU.
+	for (const auto *r : {&nominal, &effective})
+		for (size_t i = 0; i < t.size(); i++)
+			if (r->proc[i] != t[i].proc) {
+				EXPECT_EQ(t[i].proc, 1)
+					<< "task " << i << " moved to the slow VCPU";
+			}
+	EXPECT_EQ(nominal.moves, 8u);
+	EXPECT_DOUBLE_EQ(real_max(t, nominal.proc, eff), 12);
+	EXPECT_EQ(effective.moves, 10u);
+	EXPECT_DOUBLE_EQ(real_max(t, effective.proc, eff), 11);
+	EXPECT_LE(real_max(t, effective.proc, eff), real_max(t, nominal.proc, eff));
+	// Started again from the effective plan, the next step moves nothing
+	// back to VCPU 1 (no oscillation).
+	std::vector<Task> t2 = t;
+	for (size_t i = 0; i < t2.size(); i++) {
+		t2[i].cpu_time = t[i].cpu_time * eff[static_cast<size_t>(t[i].proc)] /
+				 eff[static_cast<size_t>(effective.proc[i])];
+		t2[i].proc = effective.proc[i];
+	}
+	auto again = refine({{eff[0], 0}, {eff[1], 0}}, t2, 0);
+	for (size_t i = 0; i < t2.size(); i++)
+		if (again.proc[i] != t2[i].proc) {
+			EXPECT_EQ(t2[i].proc, 1) << "step 2 moved task " << i << " back to VCPU 1";
+		}
+}
+
+TEST(Refine, NeverMovesWorkToTheVcpuWhoseBackgroundRose)
+{
+	// Random loads on 4 VCPUs; VCPU 2's background load rises step by step:
+	// no plan ever gives it a task, and its share of the work only shrinks.
+	std::mt19937 rng(7);
+	std::uniform_real_distribution<double> u(0.5, 1.5);
+	std::vector<Task> t;
+	for (int i = 0; i < 40; i++)
+		t.push_back({i, u(rng), i % 4, 0});
+	double prev_on2 = 1e9;
+	for (double bg : {0.0, 2.0, 4.0, 8.0, 16.0}) {
+		std::vector<Vcpu> v{{1, 0}, {1, 0}, {1, bg}, {1, 0}};
+		auto r = refine(v, t, 0);
+		double on2 = 0;
+		for (size_t i = 0; i < t.size(); i++) {
+			if (r.proc[i] == 2 && t[i].proc != 2)
+				ADD_FAILURE() << "background " << bg << ": task " << i
+					      << " moved to VCPU 2";
+			if (r.proc[i] == 2)
+				on2 += t[i].cpu_time;
+		}
+		if (bg > 0) {
+			EXPECT_LE(on2, prev_on2) << "background " << bg;
+		}
+		prev_on2 = on2;
+	}
+}
+
+TEST(Refine, CpuShare)
+{
+	// Busy-polling rank alone on its CPU: all of it (capped at 1).
+	EXPECT_DOUBLE_EQ(cpu_share(1.0, 1.0, 0.3), 1);
+	// Half its CPU to a neighbour, no wait: 0.5.
+	EXPECT_DOUBLE_EQ(cpu_share(0.5, 1.0, 0), 0.5);
+	// A rank that sleeps in MPI while it waits is not slow for it.
+	EXPECT_DOUBLE_EQ(cpu_share(0.6, 1.0, 0.4), 1);
+	EXPECT_DOUBLE_EQ(cpu_share(0.3, 1.0, 0.4), 0.5);
+	// No period: f_p unchanged; nothing at all: the least share, never 0.
+	EXPECT_DOUBLE_EQ(cpu_share(0, 0, 0), 1);
+	EXPECT_DOUBLE_EQ(cpu_share(0, 1, 0), 0.01);
+	EXPECT_THROW(cpu_share(-1, 1, 0), Error);
+	EXPECT_THROW(cpu_share(1, NAN, 0), Error);
+	EXPECT_THROW(cpu_share(1, 1, -0.1), Error);
+}
+
+TEST(Refine, WorthMoving)
+{
+	EXPECT_TRUE(worth_moving(1.5, 1.0, 0.05));
+	EXPECT_FALSE(worth_moving(1.04, 1.0, 0.05)); // 3.8 % of 1.04: noise
+	EXPECT_FALSE(worth_moving(1.2, 1.2, 0));     // nothing gained, nothing moved
+	EXPECT_TRUE(worth_moving(1.2, 1.1, 0));
+	EXPECT_THROW(worth_moving(1.2, 1.0, 1), Error);
+	EXPECT_THROW(worth_moving(1.2, 1.0, -0.1), Error);
+}

@@ -175,6 +175,17 @@ struct RefineResult {
 // Eq. 2: background load of one VCPU over one LB period.
 double background_load(double t_lb, double task_time, double t_idle);
 
+// The share of its CPU a rank had over an LB period: its CPU time `cpu` over
+// the time it could have run, `avail` less the time it waited in MPI `wait`
+// (a rank that sleeps while it waits is not slow for it; one that busy-polls
+// has its wait in `cpu` and is capped at 1). In (0, 1]; 1 without a period.
+// f_p times this share is the rank's effective speed over the period.
+double cpu_share(double cpu, double avail, double wait);
+
+// Whether a refinement plan is worth its moves: it lowers max/avg from
+// `before` to `after` by at least `min_gain` of `before`.
+bool worth_moving(double before, double after, double min_gain);
+
 // Algorithm 1. epsilon: permissible deviation from Tk_avg, in ticks (>= 0).
 RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon);
 

@@ -42,6 +42,9 @@ double hpclb_mpi_speed(const hpclb_ctx *c);
 int hpclb_mpi_set_speed(hpclb_ctx *c, double f);
 /* Refinement tolerance epsilon as a fraction of Tk_avg (default 0.02). */
 int hpclb_mpi_set_epsilon(hpclb_ctx *c, double fraction);
+/* A refinement (refine, drum) plan moves nothing unless it lowers the
+ * predicted max/avg by at least this fraction (default 0.05; [0, 1)). */
+int hpclb_mpi_set_min_gain(hpclb_ctx *c, double fraction);
 /* Migration cost: bytes per second of a move (default 100e6). */
 int hpclb_mpi_set_dump_rate(hpclb_ctx *c, double bytes_per_s);
 /* A unit this rank holds, with its measured load (seconds) since the last
