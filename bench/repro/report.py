@@ -6,12 +6,19 @@ priorities over time and an analysis, as Markdown + PNG.
 usage: report.py OUT_DIR --tables paper-tables.json
        report.py --spec btmz LAYOUT.json      (hpcsim workload spec of the BT-MZ proxy)
        report.py --spec siesta SCHEDULE.json  (hpcsim workload spec of the SIESTA proxy)
+       report.py --guest-extract BACKEND CONSOLE.log OUT_DIR
+                                              (a guest boot's REPRO lines -> OUT_DIR/guest-BACKEND/)
 
 OUT_DIR is what bench/repro/reproduce.sh writes: per program a directory of
 metbench-3ways.sh runs (W.json, W.csv, W.log, W.prio per way W), sim/*.json
-(hpcsim table --json), backends.txt and run-info.txt.
+(hpcsim table --json), backends.txt and run-info.txt; and per guest backend
+(kernel: SCHED_HPC in QEMU, scx: scx_hpc in QEMU) guest-BACKEND/PROG/ with
+the same W.json, W.csv, W.prio per way that ran, W.failed (one line: why) for
+a way that failed or printed garbage, and W.na (why the backend cannot run
+it), as --guest-extract writes them from the guest's console log.
 """
 import argparse
+import csv
 import json
 import os
 import re
@@ -30,7 +37,7 @@ PROGRAMS = [
     ("siesta", "siesta", "VI", "SIESTA (proxy)", ["none", "baseline", "static", "uniform", "adaptive"],
      "none"),
 ]
-WAY_LABEL = {"none": "CFS (no hpcd)", "baseline": "Baseline", "static": "Static",
+WAY_LABEL = {"none": "CFS (no hpcd)", "baseline": "Baseline", "equal": "All at 4", "static": "Static",
              "uniform": "Uniform", "adaptive": "Adaptive"}
 # The paper's rows that correspond to ours (its baseline is CFS at priority 4).
 PAPER_WAY = {"none": "baseline", "baseline": "baseline", "static": "static", "uniform": "uniform",
@@ -115,9 +122,14 @@ def sim_rows(simjson):
     return rows
 
 
-def program_section(out, prog, key, table, title, ways, base_way, paper, lines, notes):
+def program_section(out, prog, key, table, title, ways, base_way, paper, lines, notes, gnotes):
     d = os.path.join(out, prog)
     if not os.path.isdir(d):
+        if prog in GUEST_PROGRAMS and any(os.path.isdir(os.path.join(out, "guest-" + b, prog))
+                                          for b, _ in GUEST_BACKENDS):
+            lines.append("## %s — the paper's Table %s\n" % (title, table))
+            lines.append("(not run under hpcd in this reproduction)\n")
+            guest_section(out, prog, title, lines, gnotes)
         return
     runs = mbreport.load(d, ways)
     ref = paper.get(key, {})
@@ -172,6 +184,11 @@ def program_section(out, prog, key, table, title, ways, base_way, paper, lines, 
         lines.append("| Ideal | | | %.2f s | %s |" % (sj["ideal_time_s"],
                                                       fmt_gain(pct(sj["ideal_time_s"], sbase))))
         lines.append("")
+    if prog in GUEST_PROGRAMS:
+        guest_section(out, prog, title, lines, gnotes)
+    else:
+        lines.append("Guest backends (SCHED_HPC kernel, scx_hpc): hpcd only. %s is an MPI "
+                     "program and the QEMU guest has no MPI.\n" % title)
     # Figures.
     panels = [(WAY_LABEL[w], t) for w, _, _, t in runs if t]
     if panels:
@@ -186,8 +203,212 @@ def program_section(out, prog, key, table, title, ways, base_way, paper, lines, 
     notes[prog] = (runs, gains)
 
 
-def analysis(out, notes, paper):
+# Guest backends: the boots of bench/repro/guest (one per backend).
+GUEST_BACKENDS = [("kernel", "SCHED_HPC kernel (QEMU, 4 vCPUs)"), ("scx", "scx_hpc (QEMU, 4 vCPUs)")]
+GUEST_PROGRAMS = ("metbench", "metbenchvar")
+GUEST_WAYS = ("baseline", "equal", "static", "uniform", "adaptive")
+REPRO_LINE = re.compile(r"^# ([^ :]+): REPRO (\S+) (\S+) (\S+) ?(.*)$")
+
+
+def check_result(res, nworkers=4):
+    """Why a metbench --json result is not a usable run ("" when it is)."""
+    if not isinstance(res, dict):
+        return "the result is not a JSON object"
+    t = res.get("total_time_s")
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or not t > 0:
+        return "no positive total_time_s"
+    ranks = res.get("ranks")
+    if not isinstance(ranks, list):
+        return "no ranks"
+    workers = [r for r in ranks if isinstance(r, dict) and r.get("proc") != "M"]
+    if len(workers) != nworkers:
+        return "%d workers, not %d" % (len(workers), nworkers)
+    for r in workers:
+        c = r.get("compute_pct")
+        if not isinstance(c, (int, float)) or isinstance(c, bool) or not 0 <= c <= 100:
+            return "%s: compute_pct not a percentage" % r.get("proc")
+        if not re.fullmatch(r"P[0-9]+", str(r.get("proc"))):
+            return "a worker without a proc name P<n>"
+    return ""
+
+
+def guest_extract(backend, log, out):
+    """Split a guest console log into out/guest-BACKEND/PROG/W.{json,csv,prio,failed,na}.
+    Returns {prog: {way: "ok" | "failed: ..." | "na: ..."}}; a way that
+    began and has no good end, or whose result is garbage, is failed."""
+    runs = {}
+    with open(log, errors="replace") as f:
+        for line in f:
+            m = REPRO_LINE.match(line.rstrip("\r\n"))
+            if not m:
+                continue
+            case, prog, way, kind, rest = m.groups()
+            if not re.fullmatch(r"[0-9]+-repro-%s\.sh" % backend, case):
+                continue  # another backend's case
+            if prog not in GUEST_PROGRAMS or way not in GUEST_WAYS:
+                continue
+            r = runs.setdefault(prog, {}).setdefault(way, {"csv": [], "prio": []})
+            if kind == "begin":
+                r.clear()
+                r.update({"csv": [], "prio": [], "begun": True})
+            elif kind == "json":
+                r["json"] = rest
+            elif kind == "csv":
+                r["csv"].append(rest)
+            elif kind == "prio":
+                r["prio"].append(rest)
+            elif kind == "end":
+                r["end"] = rest
+            elif kind == "na":
+                r["na"] = rest
+    status = {}
+    base = os.path.join(out, "guest-" + backend)
+    for prog, ways in runs.items():
+        d = os.path.join(base, prog)
+        os.makedirs(d, exist_ok=True)
+        for way, r in ways.items():
+            for ext in ("json", "csv", "prio", "failed", "na"):
+                p = os.path.join(d, way + "." + ext)
+                if os.path.exists(p):
+                    os.remove(p)
+            why = ""
+            if "na" in r:
+                with open(os.path.join(d, way + ".na"), "w") as f:
+                    f.write(r["na"] + "\n")
+                status.setdefault(prog, {})[way] = "na: " + r["na"]
+                continue
+            end = r.get("end")
+            if end is None:
+                why = "no end of run in the console log (the guest timed out or crashed)"
+            elif end != "ok":
+                why = end[len("failed"):].strip() if end.startswith("failed") else "ended '%s'" % end
+                why = why or "failed"
+            res = None
+            if not why:
+                try:
+                    res = json.loads(r.get("json", ""))
+                except ValueError:
+                    why = "its JSON result does not parse"
+            if not why:
+                why = check_result(res)
+            prios = []
+            for pl in r["prio"]:
+                parts = pl.split()
+                if len(parts) != 2 or not re.fullmatch(r"P[0-9]+", parts[0]) or not parts[1].isdigit():
+                    why = why or "a priority line is not 'P<n> <prio>': %r" % pl
+                else:
+                    prios.append(parts)
+            rows = r["csv"]
+            if not why and rows:
+                try:
+                    trace = list(csv.DictReader(rows))
+                    for t in trace:
+                        for k in ("start_ns", "compute_end_ns", "wait_end_ns"):
+                            int(t[k])
+                except (ValueError, KeyError, TypeError):
+                    why = "its trace is not metbench --trace CSV"
+            if why:
+                with open(os.path.join(d, way + ".failed"), "w") as f:
+                    f.write(why + "\n")
+                status.setdefault(prog, {})[way] = "failed: " + why
+                continue
+            with open(os.path.join(d, way + ".json"), "w") as f:
+                json.dump(res, f)
+            if rows:
+                with open(os.path.join(d, way + ".csv"), "w") as f:
+                    f.write("\n".join(rows) + "\n")
+            if prios:
+                with open(os.path.join(d, way + ".prio"), "w") as f:
+                    f.writelines("%s %s\n" % (a, b) for a, b in prios)
+            status.setdefault(prog, {})[way] = "ok"
+    return status
+
+
+def guest_runs(d):
+    """[(way, res | None, prios, trace, note)] of a guest backend's program dir."""
+    out = []
+    for way in GUEST_WAYS:
+        p = os.path.join(d, way + ".json")
+        for ext, label in (("failed", "failed"), ("na", "n/a on this backend")):
+            q = os.path.join(d, way + "." + ext)
+            if os.path.exists(q):
+                with open(q) as f:
+                    out.append((way, None, {}, [], "%s: %s" % (label, f.read().strip())))
+                break
+        else:
+            if os.path.exists(p):
+                (w, res, prios, trace), = mbreport.load(d, [way])
+                out.append((way, res, prios, trace, ""))
+    return out
+
+
+def guest_section(out, prog, title, lines, gnotes):
+    """The guest backends' rows of one program; gains against that boot's baseline."""
+    for backend, label in GUEST_BACKENDS:
+        d = os.path.join(out, "guest-" + backend, prog)
+        if not os.path.isdir(d):
+            continue
+        runs = guest_runs(d)
+        if not runs:
+            continue
+        lines.append("On the %s, one boot, ways side by side. *Baseline* is SCHED_OTHER (each "
+                     "worker on a vCPU of its own); *All at 4* is the backend with every worker "
+                     "at priority 4 and balancing off (min = max = 4) on its emulated SMT cores, "
+                     "the paper's baseline; gains against each of them:\n" % label)
+        lines.append("| way | proc | % comp | priority | time | gain vs Baseline | gain vs All at 4 |")
+        lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        base = next((r["total_time_s"] for w, r, _, _, _ in runs if w == "baseline" and r), None)
+        eq = next((r["total_time_s"] for w, r, _, _, _ in runs if w == "equal" and r), None)
+        for way, res, prios, _, note in runs:
+            if res is None:
+                lines.append("| %s | | | | %s | | |" % (WAY_LABEL[way], note))
+                gnotes.setdefault(prog, {}).setdefault(backend, {})[way] = note
+                continue
+            g = pct(res["total_time_s"], base) if way != "baseline" else None
+            ge = pct(res["total_time_s"], eq) if way not in ("baseline", "equal") else None
+            gnotes.setdefault(prog, {}).setdefault(backend, {})[way] = (g, ge)
+            workers = [r for r in res["ranks"] if r["proc"] != "M"]
+            for i, r in enumerate(workers):
+                first = i == 0
+                lines.append("| %s | %s | %.2f | %s | %s | %s | %s |" % (
+                    WAY_LABEL[way] if first else "", r["proc"], r["compute_pct"],
+                    prios.get(r["proc"], "-"), "%.2f s" % res["total_time_s"] if first else "",
+                    fmt_gain(g) if first else "", fmt_gain(ge) if first else ""))
+        lines.append("")
+        panels = [(WAY_LABEL[w], t) for w, r, _, t, _ in runs if r and t]
+        if panels:
+            png = "%s-%s-timeline.png" % (prog, backend)
+            mbreport.timeline(panels, os.path.join(out, png), "%s on the %s" % (title, label))
+            lines.append("![%s timeline, %s](%s)\n" % (title, backend, png))
+
+
+def analysis(out, notes, paper, gnotes):
     a = ["## Where we match the paper and where we differ\n"]
+    for prog, key, table, title, ways, base_way in PROGRAMS:
+        for backend, label in GUEST_BACKENDS:
+            g = gnotes.get(prog, {}).get(backend)
+            if not g:
+                continue
+            bits = []
+            for way in ("baseline", "equal"):
+                if isinstance(g.get(way), str):
+                    bits.append("%s %s" % (WAY_LABEL[way], g[way].split(":")[0]))
+            if isinstance(g.get("equal"), tuple):
+                bits.append("All at 4 %s" % (fmt_gain(g["equal"][0]) or "n/a"))
+            for way in ("static", "uniform", "adaptive"):
+                if way not in g:
+                    continue
+                v = g[way]
+                if isinstance(v, str):
+                    bits.append("%s %s" % (WAY_LABEL[way], v.split(":")[0]))
+                else:
+                    pg = pct(paper.get(key, {}).get(way, {}).get("time_s"),
+                             paper.get(key, {}).get("baseline", {}).get("time_s"))
+                    bits.append("%s %s (%s vs All at 4%s)" % (
+                        WAY_LABEL[way], fmt_gain(v[0]) or "n/a", fmt_gain(v[1]) or "n/a",
+                        ", paper %s" % fmt_gain(pg) if pg is not None else ""))
+            a.append("- **%s on the %s**: %s; gains against that boot's SCHED_OTHER baseline." % (
+                title, label, "; ".join(bits)))
     for prog, key, table, title, ways, base_way in PROGRAMS:
         if prog not in notes:
             continue
@@ -227,6 +448,15 @@ def analysis(out, notes, paper):
                                                      for w, g in bal)))
         a.append("- **%s**: " % title + "; ".join(bits) + ".")
     a.append("""
+The guest backends (SCHED_HPC kernel, scx_hpc) run MetBench without MPI
+(metbench-shm-static: forked workers, a shared-memory barrier, blocking
+waits so that the scheduler sees each iteration end) in a QEMU TCG guest
+with 4 vCPUs on this 2-CPU host: emulation is slow and noisy, so the sizes
+are small (run-info.txt) and each way is compared only with the baseline of
+its own boot. Their static priorities are n/a: neither the class nor
+scx_hpc can pin one task's priority (min/max priority are global). Their
+priorities are the last ones sampled (every 0.5 s) while the run went on.
+
 Reasons for the differences, in order of weight:
 
 - *The machine.* The paper ran 4 ranks on one POWER5 (2 cores x 2 SMT
@@ -274,7 +504,25 @@ def main():
     ap.add_argument("--tables", help="the paper's tables (paper-tables.json)")
     ap.add_argument("--spec", nargs=2, metavar=("PROGRAM", "JSON"),
                     help="print the hpcsim workload spec of btmz --layout or siesta-proxy --schedule")
+    ap.add_argument("--guest-extract", nargs=3, metavar=("BACKEND", "LOG", "OUT_DIR"),
+                    help="split a guest boot's console log into OUT_DIR/guest-BACKEND/")
     a = ap.parse_args()
+    if a.guest_extract:
+        backend, log, out = a.guest_extract
+        if backend not in dict(GUEST_BACKENDS):
+            ap.error("--guest-extract takes kernel or scx")
+        if not os.path.isfile(log):
+            sys.exit("report.py: no console log %s" % log)
+        st = guest_extract(backend, log, out)
+        if not st:
+            sys.exit("report.py: no REPRO lines in %s" % log)
+        bad = 0
+        for prog in sorted(st):
+            for way in GUEST_WAYS:
+                if way in st[prog]:
+                    print("%s %s %s: %s" % (backend, prog, way, st[prog][way]))
+                    bad += st[prog][way].startswith("failed")
+        sys.exit(1 if bad else 0)
     if a.spec:
         kind, path = a.spec
         if kind not in ("btmz", "siesta"):
@@ -304,12 +552,12 @@ def main():
             with open(p) as f:
                 lines += ["- " + l.rstrip() for l in f if l.strip()]
             lines.append("")
-    notes = {}
+    notes, gnotes = {}, {}
     for prog, key, table, title, ways, base_way in PROGRAMS:
-        program_section(a.out, prog, key, table, title, ways, base_way, paper, lines, notes)
-    if not notes:
+        program_section(a.out, prog, key, table, title, ways, base_way, paper, lines, notes, gnotes)
+    if not notes and not gnotes:
         sys.exit("report.py: no program results in " + a.out)
-    lines += analysis(a.out, notes, paper)
+    lines += analysis(a.out, notes, paper, gnotes)
     path = os.path.join(a.out, "report.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

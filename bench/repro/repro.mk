@@ -4,7 +4,14 @@
 #   make reproduce     MetBench, MetBenchVar, BT-MZ (class A) and SIESTA
 #                      proxies: baseline, static priorities, Uniform, Adaptive
 #                      under hpcd, the simulator's view, and a report
-#                      (Markdown + PNG) in $(REPRO_DIR); as root, ~7 min here
+#                      (Markdown + PNG) in $(REPRO_DIR); as root, ~7 min here;
+#                      MetBench and MetBenchVar also on the SCHED_HPC kernel
+#                      and under scx_hpc in QEMU (one boot each, ~+6 min)
+#                      where build-kernel/bzImage and build/scx are built
+#     REPRO_GUEST=auto  (default) guest backends where built, else say why not
+#     REPRO_GUEST=build build the kernel and scx_hpc first (make kernel scx)
+#     REPRO_GUEST=no    hpcd and the simulator only
+#     GUEST_KERNEL=     another bzImage for the guest backends
 #   make check-repro   the proxies' structure: zone sizes, mapping,
 #                      verification value, message pattern (no timing)
 
@@ -18,8 +25,15 @@ repro-build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target btmz btmz-tests siesta-proxy siesta-noise \
 		siesta-tests hpcd hpcctl hpcmon hpcsim
 
-reproduce: build
-	@bench/repro/reproduce.sh $(BUILD) $(REPRO_DIR)
+REPRO_GUEST ?= auto
+ifeq ($(REPRO_GUEST),build)
+REPRO_GUEST_DEPS := kernel scx
+endif
+
+# scx-hpcctl: hpcctl and its shared libraries for the guest image (cheap).
+reproduce: build scx-hpcctl $(REPRO_GUEST_DEPS)
+	@REPRO_GUEST=$(if $(filter build,$(REPRO_GUEST)),auto,$(REPRO_GUEST)) \
+		bench/repro/reproduce.sh $(BUILD) $(REPRO_DIR)
 
 check-repro: repro-build
 	@tests/run-suite repro -- bench/repro/tests/run $(BUILD)
