@@ -93,14 +93,43 @@ if "$cl" quota 1 25 "$name" && "$cl" quota 1 100 "$name" && ! "$cl" quota 7 50 "
 else
 	nok "quota" "$tmp/q"
 fi
-# A busy process (interference) runs inside the node's cgroup.
-pid=$("$cl" busy 2 30 "$name")
-sleep 0.3
-if [ -n "$pid" ] && grep -qE "$name/n2" "/proc/$pid/cgroup" 2>/dev/null; then
-	ok "busy process $pid runs in node 2's cgroup"
+# Each node has its CPU set (CPU i mod the machine's CPUs), and its ranks run
+# on it only.
+ncpu=$(getconf _NPROCESSORS_ONLN)
+c0=$("$cl" cpus 0 "$name") c1=$("$cl" cpus 1 "$name")
+crun -np 3 sh -c 'echo "$HPCLB_HOST $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' \
+	>"$tmp/cpus" 2>&1
+if [ -n "$c0" ] && [ -n "$c1" ] && { [ "$ncpu" -lt 2 ] || [ "$c0" != "$c1" ]; } &&
+	grep -qx "$name-n0 $c0" "$tmp/cpus" && grep -qx "$name-n1 $c1" "$tmp/cpus"; then
+	ok "nodes 0 and 1 have their own CPU sets ($c0, $c1) and their ranks run on them only"
 else
-	nok "busy process not in node 2's cgroup"
+	nok "CPU sets of the nodes: n0 '$c0', n1 '$c1'" "$tmp/cpus"
 fi
+# A busy process (interference) runs inside its node's cgroup and CPU set:
+# it slows that node only.
+pid=$("$cl" busy 1 30 "$name")
+sleep 0.3
+loop=$(pgrep -P "$pid" | head -1)
+if [ -n "$pid" ] && [ -n "$loop" ] && grep -qE "cpu[,:].*$name/n1$" "/proc/$loop/cgroup" &&
+	grep -qE "cpuset:.*$name/n1$|^0::/hpclb-$name/n1$" "/proc/$loop/cgroup" &&
+	[ "$(awk '/^Cpus_allowed_list/ {print $2}' "/proc/$loop/status")" = "$c1" ]; then
+	ok "busy process $pid (loop $loop) runs in node 1's cgroup and on its CPU set ($c1) only"
+else
+	nok "busy process not confined to node 1: $(cat "/proc/${loop:-$pid}/cgroup" 2>/dev/null | tr '\n' ' ') cpus $(awk '/^Cpus_allowed_list/ {print $2}' "/proc/${loop:-$pid}/status" 2>/dev/null)"
+fi
+# unbusy ends it (the loop too) and the nodes are left with nothing running.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+"$cl" unbusy 1 "$name" 2>"$tmp/ub"
+rc=$?
+sleep 0.2
+left=$("$cl" leftovers "$name")
+if [ $rc -eq 0 ] && ! alive "$pid" && ! alive "$loop" && [ -z "$left" ] &&
+	! "$cl" unbusy 9 "$name" 2>"$tmp/ub9" && grep -q "no node '9'" "$tmp/ub9"; then
+	ok "unbusy ends node 1's busy process and leaves nothing in the nodes; unknown node refused"
+else
+	nok "unbusy: exit $rc, left '$left' $(alive "$pid" && echo "busy $pid alive")" "$tmp/ub"
+fi
+pid=$("$cl" busy 2 30 "$name")
 # A rank that dies on a node ends the whole job with an error, no hang.
 crun -np 3 "$app" --n 256 --blocks 8 --iters 40 --die-at 5 >"$tmp/die" 2>&1
 rc=$?
@@ -109,16 +138,14 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && grep -q "exits at iter
 else
 	nok "dying rank on the cluster: exit $rc" "$tmp/die"
 fi
-# A process that still runs (a zombie waiting for its reaper does not).
-alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 # Down removes namespaces, bridge, cgroups and the busy process.
 "$cl" down "$name"
 sleep 0.2
 if ! ip netns list | grep -q "^$name-" && ! ip link show "$name-br" >/dev/null 2>&1 &&
-	! alive "$pid" && ! ls -d /sys/fs/cgroup/hpclb-"$name" /sys/fs/cgroup/cpu/hpclb-"$name" 2>/dev/null | grep -q .; then
+	! alive "$pid" && ! ls -d /sys/fs/cgroup/hpclb-"$name" /sys/fs/cgroup/cpu/hpclb-"$name" /sys/fs/cgroup/cpuset/hpclb-"$name" 2>/dev/null | grep -q .; then
 	ok "down removes namespaces, bridge, cgroups and busy processes"
 else
-	nok "down left something behind: $(ip netns list | grep "^$name-" | tr "\n" " ")$(ip link show "$name-br" 2>/dev/null | head -1)$(alive "$pid" && echo " busy $pid alive")$(ls -d /sys/fs/cgroup/hpclb-"$name" /sys/fs/cgroup/cpu/hpclb-"$name" 2>/dev/null)"
+	nok "down left something behind: $(ip netns list | grep "^$name-" | tr "\n" " ")$(ip link show "$name-br" 2>/dev/null | head -1)$(alive "$pid" && echo " busy $pid alive")$(ls -d /sys/fs/cgroup/hpclb-"$name" /sys/fs/cgroup/cpu/hpclb-"$name" /sys/fs/cgroup/cpuset/hpclb-"$name" 2>/dev/null)"
 fi
 # Bad input.
 if ! "$cl" up 0 "$name" 2>"$tmp/e1" && grep -q "N must be" "$tmp/e1" &&
