@@ -354,7 +354,7 @@ def guest_section(out, prog, title, lines, gnotes):
         lines.append("On the %s, one boot, ways side by side. *Baseline* is SCHED_OTHER (each "
                      "worker on a vCPU of its own); *All at 4* is the backend with every worker "
                      "at priority 4 and balancing off (min = max = 4) on its emulated SMT cores, "
-                     "the paper's baseline; gains against each of them:\n" % label)
+                     "the paper's baseline; gains against each of them (sizes: run-info.txt):\n" % label)
         lines.append("| way | proc | % comp | priority | time | gain vs Baseline | gain vs All at 4 |")
         lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         base = next((r["total_time_s"] for w, r, _, _, _ in runs if w == "baseline" and r), None)
@@ -407,8 +407,8 @@ def analysis(out, notes, paper, gnotes):
                     bits.append("%s %s (%s vs All at 4%s)" % (
                         WAY_LABEL[way], fmt_gain(v[0]) or "n/a", fmt_gain(v[1]) or "n/a",
                         ", paper %s" % fmt_gain(pg) if pg is not None else ""))
-            a.append("- **%s on the %s**: %s; gains against that boot's SCHED_OTHER baseline." % (
-                title, label, "; ".join(bits)))
+            a.append("- **%s on the %s** (guest sizes: run-info.txt): %s; gains against that "
+                     "boot's SCHED_OTHER baseline." % (title.split(" (k")[0], label, "; ".join(bits)))
     for prog, key, table, title, ways, base_way in PROGRAMS:
         if prog not in notes:
             continue

@@ -117,7 +117,7 @@ for b, label in (("kernel", "SCHED_HPC kernel"), ("scx", "scx_hpc")):
               % (b, p), want + " ... " + row + "\n" + sect[:1500])
     check(os.path.getsize(os.path.join(out, "metbench-%s-timeline.png" % b)) > 0
           and "(metbench-%s-timeline.png)" % b in md, "%s: MetBench timeline drawn from the guest's trace" % b)
-    check(re.search(r"\*\*MetBench on the %s[^*]*\*\*: [^\n]*Uniform -?[0-9.]+ %%" % re.escape(label.split()[0]), md)
+    check(re.search(r"\*\*MetBench on the %s[^*]*\*\*[^\n]*Uniform -?[0-9.]+ %%" % re.escape(label.split()[0]), md)
           is not None, "%s: the analysis lists the guest gains" % b)
 check("| Static | | | | n/a on this backend: the SCHED_HPC class has no per-task priority" in md,
       "report: the kernel's static row says n/a and why")
