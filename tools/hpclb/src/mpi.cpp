@@ -55,6 +55,33 @@ double measure_speed(double seconds)
 	return static_cast<double>(iters) / (t - t0);
 }
 
+double thread_cpu_seconds()
+{
+	timespec ts{};
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// f_p as the CPU's own speed: the same loop for `seconds` of this thread's
+// CPU time, iterations / CPU second (at most 10 x `seconds` of wall time).
+// What a quota, a busy neighbour or other processes take is not in it: it
+// is the CPU share of each period (hpclb::cpu_share), measured again at
+// every step. A wall-time f_p measured once keeps the interference of the
+// moment it was measured for the whole run (and the share would count it a
+// second time).
+double measure_cpu_speed(double seconds)
+{
+	uint64_t iters = 0;
+	const double c0 = thread_cpu_seconds(), w0 = MPI_Wtime();
+	double c = c0;
+	while (c - c0 < seconds && MPI_Wtime() - w0 < 10 * seconds) {
+		(void)hpclb::speed_loop(20000);
+		iters += 20000;
+		c = thread_cpu_seconds();
+	}
+	return static_cast<double>(iters) / std::max(c - c0, 1e-9);
+}
+
 // The name of this rank's computing node: $HPCLB_HOST when set (emulated
 // nodes that share one kernel, e.g. the namespace cluster), else the
 // processor name of the first rank of its shared-memory group
@@ -120,6 +147,7 @@ struct hpclb_ctx {
 	MPI_Comm comm = MPI_COMM_NULL;
 	int rank = 0, size = 1, mode = 0, local_ranks = 1;
 	double epsilon = 0.02, dump_rate = 100e6, freq = 1, min_gain = 0.05;
+	double share = 0; // the CPU share, smoothed over the periods (0: none yet)
 	std::vector<UnitRec> units;
 	std::vector<hpclb_move> moves;
 	std::vector<double> psi_acc; // rank 0: accumulated psi per rank
@@ -205,11 +233,12 @@ hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode)
 	MPI_Comm_free(&local);
 	// f_p from the refinement paper's loop (Figure 2), one rank at a time
 	// (ranks sharing CPUs must not slow each other's measure), over 0.25 s of
-	// wall time: iterations / wall time, so a CPU quota's throttling (100 ms
-	// periods) and what other processes take count, as they do for the tasks.
+	// CPU time: iterations / CPU second, the CPU's own speed. A quota's
+	// throttling and what other processes take are in the CPU share of each
+	// LB period instead (they change while the application runs).
 	for (int p = 0; p < c->size; p++) {
 		if (p == c->rank) {
-			c->freq = measure_speed(0.25);
+			c->freq = measure_cpu_speed(0.25);
 			// DRUM's static capability: the dense kernel's MFLOPS (§3.2).
 			if (c->mode == HPCLB_MODE_DRUM)
 				c->mflops = hpclb::dense_mflops(160);
@@ -457,8 +486,16 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	// f_p is the speed of the CPU when the rank has it to itself; what the
 	// rank had of it over the period (a quota, a busy neighbour, other
 	// engineers' processes) scales it. A re-measured f_p has that already.
-	if (c->remeasure <= 0)
-		me.share = hpclb::cpu_share(cpu - c->cpu_last, avail, c->wait_known ? c->wait : 0);
+	// The share is smoothed over the periods (half the last one, half the
+	// ones before): one period of a few tenths of a second on a shared
+	// machine is a noisy measure, and a plan that follows the noise moves
+	// blocks back and forth.
+	if (c->remeasure <= 0) {
+		const double sh =
+			hpclb::cpu_share(cpu - c->cpu_last, avail, c->wait_known ? c->wait : 0);
+		c->share = c->share > 0 ? 0.5 * (c->share + sh) : sh;
+		me.share = c->share;
+	}
 	if (c->wait_known)
 		me.background = hpclb::background_load(t_lb, task_time, c->wait);
 	c->wait = 0;

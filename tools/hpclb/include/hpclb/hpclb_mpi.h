@@ -36,7 +36,9 @@ typedef struct hpclb_ctx hpclb_ctx;
 hpclb_ctx *hpclb_mpi_new(MPI_Comm comm, int mode);
 /* Collective. */
 void hpclb_mpi_free(hpclb_ctx *c);
-/* This rank's speed f_p (the Figure 2 loop's iterations/s at hpclb_mpi_new). */
+/* This rank's speed f_p (the Figure 2 loop's iterations per CPU second at
+ * hpclb_mpi_new). At every step the refinement multiplies it by the CPU share
+ * the rank had over the period (smoothed): its effective speed. */
 double hpclb_mpi_speed(const hpclb_ctx *c);
 /* Override this rank's speed f_p (e.g. an emulated slower CPU); > 0. */
 int hpclb_mpi_set_speed(hpclb_ctx *c, double f);
