@@ -26,4 +26,4 @@ check-hpclb-cluster: hpclb
 	@tests/run-suite hpclb-cluster -- tools/hpclb/tests/cluster-tests.sh $(BUILD)
 
 bench-hpclb: hpclb
-	@bench/hpclb/bench.sh $(BUILD) $(BENCH_DIR)/hpclb
+	@tools/hpclb/bench/bench.sh $(BUILD) $(BENCH_DIR)/hpclb
