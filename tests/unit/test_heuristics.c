@@ -385,6 +385,30 @@ static void peer_woke_during_wait(void **state)
 	(void)state;
 }
 
+/*
+ * A sibling that closed an iteration while we waited, then computed and went
+ * back to sleep before our wake-up was handled (a late wake-up of ours): that
+ * closed iteration still answers, not the compute it did since.
+ */
+static void peer_woke_and_slept_again(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task peer;
+	u64 now = 0;
+
+	hpc_task_init(&peer, 0, &p);
+	/* U_last 25 % (low), woke at 4000 us; we slept at 3900 us. */
+	run_iter(&peer, &now, US(1000), US(3000), &p, HPC_CLASS_NONE);
+	/* It computes 5 ms and sleeps at 9000 us; we wake at 9050 us. */
+	hpc_task_sleep(&peer, US(9000));
+	assert_int_equal(hpc_peer_class(&peer, US(9050), US(3900), &p),
+			 HPC_CLASS_LOW);
+	/* Had we slept after it woke, its open iteration (5 ms of 5.05) */
+	assert_int_equal(hpc_peer_class(&peer, US(9050), US(4001), &p),
+			 HPC_CLASS_HIGH);
+	(void)state;
+}
+
 /* A sibling that has been computing since before we slept: high. */
 static void peer_computing_all_along(void **state)
 {
@@ -483,6 +507,7 @@ int main(void)
 		cmocka_unit_test(task_clamp_prio),
 		cmocka_unit_test(wakeup_applies_rule),
 		cmocka_unit_test(peer_woke_during_wait),
+		cmocka_unit_test(peer_woke_and_slept_again),
 		cmocka_unit_test(peer_computing_all_along),
 		cmocka_unit_test(peer_sleeping_long),
 		cmocka_unit_test(peer_no_elapsed_time),

@@ -400,17 +400,17 @@ u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p)
  * us *now*, so it judges the sibling's last iteration only, not its history
  * (the heuristics judge the task's own utilisation). If the sibling closed
  * an iteration while we waited (it woke at the same barrier, a little
- * earlier), that iteration is the answer; otherwise its open iteration is
- * judged as if it closed now: a sibling that has been computing all along
- * is high, one that has been waiting is low.
+ * earlier), that iteration is the answer, also when the sibling has since
+ * computed and gone back to sleep before our wake-up was handled; otherwise
+ * its open iteration is judged as if it closed now: a sibling that has been
+ * computing all along is high, one that has been waiting is low.
  */
 int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 		   const struct hpc_params *p)
 {
 	u64 run, total;
 
-	if (peer->state == HPC_TASK_RUNNABLE && peer->nr_iter &&
-	    peer->iter_start >= since)
+	if (peer->nr_iter && peer->iter_start >= since)
 		return hpc_classify(peer->last_util, p);
 
 	run = peer->cur_run;
