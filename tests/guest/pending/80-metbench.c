@@ -29,6 +29,14 @@
  * Calibration and per-vCPU speed under TCG on a loaded 2-core host vary
  * too much for these checks; the workload would have to calibrate per CPU
  * and judge ratios, not absolute U.
+ *
+ * The check is now that ratio (first phase vs median of the last 5, rise
+ * by more than half). With the policy core's fix for a sibling that slept
+ * again (81 passes on smp4): priorities right on every core in every run;
+ * ratios smp4 uniform 0.49 -> 0.61 (core 0, fail) and 0.28 -> 0.78, adaptive
+ * 0.53 -> 0.94 and 0.28 -> 0.58; smp2 uniform 0.40 -> 0.49 (fail), adaptive
+ * 0.26 -> 0.70. Core 0's first phase already reads 0.4-0.5 (its vCPUs ran
+ * at different host speeds), so a rise from it is not reliable there.
  */
 /*
  * 80-metbench: the behaviour that matters. A MetBench-shaped application
@@ -38,8 +46,9 @@
  * adaptive heuristic. Per run and emulated core:
  *  - the heavy worker ends at priority 5 or 6, the light one at 4;
  *  - every worker closed one iteration per barrier (+-2);
- *  - the light worker's % compute (its last_util) rises from its first
- *    iterations to its last ones by more than 15 points (balancing);
+ *  - the light worker's compute time over the heavy one's rises from the
+ *    first phase (both at 4: the load ratio) to the median of the last 5
+ *    by more than half (balancing inside the core);
  *  - both workers were throttled (throttled_ns > 0).
  * A per-iteration table of prio / last_util / compute ms and the light
  * worker's measured speeds against the SMT model go to the log.
@@ -73,12 +82,23 @@ static void check(const struct mb_shared *sh, const char *tag)
 		tap_ok(L[ITERS].prio == 4, "%s: core %d: light w%d ends at prio 4 (got %lld)", tag,
 		       p, lo, L[ITERS].prio);
 
-		early = (L[1].last_util + L[2].last_util) / 2.0;
-		for (k = ITERS - 4; k <= ITERS; k++)
-			late += L[k].last_util / 5.0;
-		tap_ok(late > early + 1500,
-		       "%s: core %d: light w%d's %% compute rises with balancing (%.1f %% -> %.1f %%)",
-		       tag, p, lo, early / 100, late / 100);
+		/*
+		 * Balance inside the core: the light worker's compute time over
+		 * the heavy one's, for the same phase. At 4/4 it is the load
+		 * ratio (1/4); balanced (light slowed, heavy sped up) it nears
+		 * 1. Unlike % compute it does not depend on the other core,
+		 * whose speed sets how long both wait at the 4-worker barrier.
+		 */
+		early = (double)L[0].compute_ns / (double)H[0].compute_ns;
+		for (k = ITERS - 5; k < ITERS; k++)
+			ratio[n++] = (double)L[k].compute_ns / (double)H[k].compute_ns;
+		qsort(ratio, (size_t)n, sizeof(ratio[0]), cmp_d);
+		late = ratio[n / 2];
+		n = 0;
+		tap_ok(late > 1.5 * early,
+		       "%s: core %d: light w%d's compute time over heavy w%d's rises with balancing "
+		       "(%.2f -> median %.2f)",
+		       tag, p, lo, hi, early, late);
 
 		/*
 		 * Speeds for the log only: under TCG the vCPUs share host
