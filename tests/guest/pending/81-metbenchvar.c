@@ -21,6 +21,12 @@
  * after we went to sleep would judge this case right (a policy-core change,
  * shared with scx_hpc and the simulator: not made here). Core 0 also
  * missed phase 2 in that run (w1 woke 269 ms before w0 once).
+  *
+ * With the policy core's fix (a sibling's closed iteration answers even if
+ * it slept again), 2 of 5 runs passed (smp4 2 of 3, smp2 0 of 2). The
+ * failures: a core whose heavy worker held 4 for a whole phase (w0/w1 or
+ * w2/w3 both at 4), i.e. neither worker read as low while the other was
+ * high; not analysed further.
  */
 /*
  * 81-metbenchvar: MetBenchVar, the MetBench shape of metbench.h whose loads
