@@ -18,10 +18,10 @@
  * high, not low, and the rule (step up only while the sibling is low)
  * holds. hpc_peer_class() takes the sibling's last closed iteration only
  * while the sibling is runnable; taking it whenever that iteration closed
- * after we went to sleep would judge this case right (a policy-core change,
- * shared with scx_hpc and the simulator: not made here). Core 0 also
+ * after we went to sleep would judge this case right (the policy core does
+ * so now). Core 0 also
  * missed phase 2 in that run (w1 woke 269 ms before w0 once).
-  *
+ *
  * With the policy core's fix (a sibling's closed iteration answers even if
  * it slept again), 2 of 5 runs passed (smp4 2 of 3, smp2 0 of 2). The
  * failures: a core whose heavy worker held 4 for a whole phase (w0/w1 or
