@@ -3,14 +3,17 @@
 #include "hpclb/hpclb.hpp"
 #include "hpclb/hpclb_mpi.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <vector>
 
 namespace hpclb
 {
@@ -671,36 +674,65 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	return 0;
 }
 
-// Messages between two ranks are not overtaken (MPI's ordering rule): the
-// moves from one rank to another arrive in the plan's order with tags 0
-// (length) and 1 (data), whatever the number of moves.
+// All the moves from one rank to another travel as one message (tag 1),
+// announced by its length (tag 0): each unit's length then its bytes, in the
+// plan's order. One message per pair of ranks instead of two per unit: a
+// rank on a CPU quota answers MPI's handshake only when it runs again (up to
+// the quota's period later), so a handshake per unit made a step's moves
+// cost tens of milliseconds each.
 int hpclb_mpi_exchange(hpclb_ctx *c, hpclb_get_fn get, hpclb_put_fn put, void *arg)
 {
-	std::vector<MPI_Request> reqs;
-	std::vector<uint64_t> lens(c->moves.size());
-	for (size_t i = 0; i < c->moves.size(); i++) {
-		const auto &m = c->moves[i];
+	std::map<int, std::vector<char>> out; // destination -> packed units
+	for (const auto &m : c->moves) {
 		if (m.from != c->rank)
 			continue;
 		size_t len = 0;
 		const void *buf = get(m.id, &len, arg);
-		lens[i] = len;
-		reqs.emplace_back();
-		MPI_Isend(&lens[i], 1, MPI_UINT64_T, m.to, 0, c->comm, &reqs.back());
-		reqs.emplace_back();
-		MPI_Isend(buf, static_cast<int>(len), MPI_BYTE, m.to, 1, c->comm, &reqs.back());
+		auto &o = out[m.to];
+		const uint64_t l = len;
+		const size_t at = o.size();
+		o.resize(at + sizeof l + len);
+		std::memcpy(o.data() + at, &l, sizeof l);
+		if (len)
+			std::memcpy(o.data() + at + sizeof l, buf, len);
 	}
-	std::vector<char> buf;
-	for (size_t i = 0; i < c->moves.size(); i++) {
-		const auto &m = c->moves[i];
-		if (m.to != c->rank)
-			continue;
-		uint64_t len = 0;
-		MPI_Recv(&len, 1, MPI_UINT64_T, m.from, 0, c->comm, MPI_STATUS_IGNORE);
-		buf.resize(len);
-		MPI_Recv(buf.data(), static_cast<int>(len), MPI_BYTE, m.from, 1, c->comm,
+	std::vector<MPI_Request> reqs;
+	std::vector<uint64_t> totals;
+	totals.reserve(out.size());
+	for (auto &[to, o] : out) {
+		totals.push_back(o.size());
+		reqs.emplace_back();
+		MPI_Isend(&totals.back(), 1, MPI_UINT64_T, to, 0, c->comm, &reqs.back());
+		reqs.emplace_back();
+		MPI_Isend(o.data(), static_cast<int>(o.size()), MPI_BYTE, to, 1, c->comm,
+			  &reqs.back());
+	}
+	// The sources, in the order of their first move to this rank.
+	std::vector<int> from;
+	for (const auto &m : c->moves)
+		if (m.to == c->rank && std::find(from.begin(), from.end(), m.from) == from.end())
+			from.push_back(m.from);
+	std::vector<char> in;
+	for (int src : from) {
+		uint64_t total = 0;
+		MPI_Recv(&total, 1, MPI_UINT64_T, src, 0, c->comm, MPI_STATUS_IGNORE);
+		in.resize(total);
+		MPI_Recv(in.data(), static_cast<int>(total), MPI_BYTE, src, 1, c->comm,
 			 MPI_STATUS_IGNORE);
-		put(m.id, buf.data(), len, arg);
+		size_t at = 0;
+		for (const auto &m : c->moves) {
+			if (m.to != c->rank || m.from != src)
+				continue;
+			uint64_t l = 0;
+			if (at + sizeof l > total)
+				break;
+			std::memcpy(&l, in.data() + at, sizeof l);
+			at += sizeof l;
+			if (at + l > total)
+				break;
+			put(m.id, in.data() + at, l, arg);
+			at += l;
+		}
 	}
 	MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
 	// Moving is the plan's cost, not background load: the period starts now.
