@@ -493,11 +493,18 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	// ones before): one period of a few tenths of a second on a shared
 	// machine is a noisy measure, and a plan that follows the noise moves
 	// blocks back and forth.
+	// Not measured over the first period (it holds the start-up and the
+	// other ranks' f_p measures) nor over one the rank spent mostly waiting
+	// (a rank left with few or no units: a few milliseconds of CPU say
+	// nothing of its speed, and a tiny share would keep it empty for good):
+	// the last share stands (1 before any).
 	if (c->remeasure <= 0) {
-		const double sh =
-			hpclb::cpu_share(cpu - c->cpu_last, avail, c->wait_known ? c->wait : 0);
-		c->share = c->share > 0 ? 0.5 * (c->share + sh) : sh;
-		me.share = c->share;
+		if (c->steps > 0 && task_time >= 0.2 * t_lb) {
+			const double sh = hpclb::cpu_share(cpu - c->cpu_last, avail,
+							   c->wait_known ? c->wait : 0);
+			c->share = c->share > 0 ? 0.5 * (c->share + sh) : sh;
+		}
+		me.share = c->share > 0 ? c->share : 1;
 	}
 	if (c->wait_known)
 		me.background = hpclb::background_load(t_lb, task_time, c->wait);
