@@ -119,18 +119,25 @@ def plain_loads(loads):
 
 loads = [LIGHT, HEAVY, LIGHT, HEAVY]
 
+def run_json(label, cmd):
+    """Run cmd: (status, its JSON output or None, stdout, stderr); output that
+    does not parse is a failed check."""
+    rc, out, err = run(cmd)
+    try:
+        return rc, json.loads(out), out, err
+    except ValueError as ex:
+        check(False, f"{label}: JSON output parses", f"rc={rc} {ex}\n{out}\n{err}")
+        return rc, None, out, err
+
+
 def shm_layer():
     """The shm layer, the static build and MetBenchVar over shm (no MPI)."""
     # ---- shm layer, both wait modes, dynamic binary
     for wait in ("block", "spin"):
         tr = os.path.join(tmp, f"shm-{wait}.csv")
-        rc, out, err = run([SHM, "--loads", LOADS, "-n", str(ITERS), "--wait", wait, "--json",
-                            "--trace", tr, "--calibrate-ms", "20"])
-        try:
-            res = json.loads(out)
-        except ValueError as ex:
-            res = None
-            check(False, f"shm {wait}: JSON output parses", f"{ex}\n{out}\n{err}")
+        rc, res, out, err = run_json(f"shm {wait}", [SHM, "--loads", LOADS, "-n", str(ITERS),
+                                                     "--wait", wait, "--json", "--trace", tr,
+                                                     "--calibrate-ms", "20"])
         if res is not None:
             check(rc == 0 and len(res["ranks"]) == 5 and res["sync"] == "shm"
                   and res["wait"] == wait, f"shm {wait}: JSON output parses, master + 4 ranks",
@@ -195,13 +202,9 @@ if not MPI_ONLY:
 # ---- MPI mode, master + 4 workers
 for wait in ("block", "spin"):
     tr = os.path.join(tmp, f"mpi-{wait}.csv")
-    rc, out, err = run(mpirun(5, MB, "--loads", LOADS, "-n", str(ITERS), "--wait", wait,
-                              "--json", "--trace", tr, "--calibrate-ms", "20"))
-    try:
-        res = json.loads(out)
-    except ValueError as ex:
-        res = None
-        check(False, f"mpi {wait}: JSON output parses", f"rc={rc} {ex}\n{out}\n{err}")
+    rc, res, out, err = run_json(f"mpi {wait}", mpirun(5, MB, "--loads", LOADS, "-n", str(ITERS),
+                                                       "--wait", wait, "--json", "--trace", tr,
+                                                       "--calibrate-ms", "20"))
     if res is not None:
         check(rc == 0 and len(res["ranks"]) == 5 and res["sync"] == "mpi",
               f"mpi {wait}: JSON output parses, master + 4 ranks", out + err)

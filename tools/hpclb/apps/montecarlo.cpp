@@ -6,6 +6,7 @@
 //
 // usage: hpclb-montecarlo [--samples N] [--threads T] [--slow RANK:F] [--no-lb]
 #include "hpclb/hpclb_mpi.h"
+#include "started.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -80,15 +81,8 @@ int main(int argc, char **argv)
 	s.hits.assign(static_cast<size_t>(threads), 0);
 	MPI_Barrier(MPI_COMM_WORLD);
 	const double t0 = MPI_Wtime();
-	if (!rank) {
-		// When the timed part starts (epoch seconds), for a bench's
-		// interference.
-		timespec now{};
-		clock_gettime(CLOCK_REALTIME, &now);
-		std::printf("started at %.3f\n",
-			    static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec);
-		std::fflush(stdout);
-	}
+	if (!rank)
+		hpclb_apps::print_started();
 	uint64_t here = 0, total = 0;
 	if (lb) {
 		hpclb_ruper_params p;

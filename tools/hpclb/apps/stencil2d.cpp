@@ -18,6 +18,7 @@
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
 #include "hpclb/hpclb_mpi.h"
+#include "started.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -184,15 +185,8 @@ int main(int argc, char **argv)
 	}
 	const int di[4] = {-1, 1, 0, 0}, dj[4] = {0, 0, -1, 1};
 	double t0 = MPI_Wtime(), lb_time = 0;
-	if (!rank) {
-		// When the timed loop starts (epoch seconds): a bench starts its
-		// interference relative to this, not to the launch.
-		timespec now{};
-		clock_gettime(CLOCK_REALTIME, &now);
-		std::printf("started at %.3f\n",
-			    static_cast<double>(now.tv_sec) + 1e-9 * now.tv_nsec);
-		std::fflush(stdout);
-	}
+	if (!rank)
+		hpclb_apps::print_started();
 	int step = 0;
 	for (int it = 1; it <= iters; it++) {
 		if (it == die_at && rank == 1) {
