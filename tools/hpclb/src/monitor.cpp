@@ -179,13 +179,18 @@ bool Monitor::wait_samples(size_t n, double timeout) const
 	}) && count_ >= n;
 }
 
+double clock_seconds(clockid_t clk)
+{
+	timespec ts{};
+	clock_gettime(clk, &ts);
+	return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 Monitor::Sample Monitor::sample() const
 {
 	Sample s;
 	s.t = now_s();
-	timespec ts{};
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	s.cpu = static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+	s.cpu = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
 	s.idle = read_cpu_times(cpus_, slurp(paths_.stat.c_str())).idle_ticks;
 	s.mem = read_mem_available(slurp(paths_.meminfo.c_str()));
 	for (const auto &d : read_net_dev(slurp(paths_.net_dev.c_str())))

@@ -60,9 +60,7 @@ double measure_speed(double seconds)
 
 double thread_cpu_seconds()
 {
-	timespec ts{};
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+	return hpclb::clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 // f_p as the CPU's own speed: the same loop for `seconds` of this thread's
@@ -129,9 +127,7 @@ std::pair<uint64_t, double> net_counters()
 
 double cpu_seconds()
 {
-	timespec ts{};
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+	return hpclb::clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 std::vector<int> my_cpus()

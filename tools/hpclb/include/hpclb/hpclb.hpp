@@ -20,6 +20,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -192,6 +193,9 @@ RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tas
 // The paper's compute loop (Figure 2), `iter_block` iterations: the VCPU's
 // "frequency" f_p in loop iterations per second.
 double speed_loop(uint64_t iter_block);
+
+// Seconds of clock `clk` (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID, ...).
+double clock_seconds(clockid_t clk);
 
 // -------------------------------------------------- migration plan ----
 
