@@ -152,12 +152,22 @@ std::string render_table(const Comparison &c, const json *paper)
 	}());
 	o += "Ideal = each core's decode share split continuously so both contexts finish "
 	     "together.\n";
-	o += "Uniform/Adaptive: gain as % of the ideal gain: ";
 	const double ideal_gain = c.baseline.time_s - c.ideal_s;
-	o += fmt::format("Uniform {:.0f} %, Adaptive {:.0f} %, Static {:.0f} %\n",
-			 100 * (c.baseline.time_s - c.uniform.time_s) / ideal_gain,
-			 100 * (c.baseline.time_s - c.adaptive.time_s) / ideal_gain,
-			 100 * (c.baseline.time_s - c.stat.time_s) / ideal_gain);
+	if (ideal_gain > 1e-6 * c.baseline.time_s) {
+		o += fmt::format("Uniform/Adaptive: gain as % of the ideal gain: "
+				 "Uniform {:.0f} %, Adaptive {:.0f} %, Static {:.0f} %\n",
+				 100 * (c.baseline.time_s - c.uniform.time_s) / ideal_gain,
+				 100 * (c.baseline.time_s - c.adaptive.time_s) / ideal_gain,
+				 100 * (c.baseline.time_s - c.stat.time_s) / ideal_gain);
+	} else {
+		// Nothing to gain (e.g. blocking waits: a sleeping sibling already
+		// leaves its core to the other context): a ratio to zero says nothing.
+		o += fmt::format("Uniform/Adaptive: the ideal gains nothing here (the baseline is "
+				 "the best split); against the baseline: Uniform {:+.1f} %, "
+				 "Adaptive {:+.1f} %\n",
+				 100 * (c.baseline.time_s - c.uniform.time_s) / c.baseline.time_s,
+				 100 * (c.baseline.time_s - c.adaptive.time_s) / c.baseline.time_s);
+	}
 	auto settle = [&](const std::vector<int> &s) {
 		std::string out;
 		for (size_t ph = 0; ph < s.size(); ph++)

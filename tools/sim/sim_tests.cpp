@@ -162,6 +162,26 @@ TEST(Heuristics, BlockingWaitsLeaveLessToGain)
 	EXPECT_GE(gain(cb.baseline, cb.stat), 0.0);
 }
 
+TEST(Heuristics, BlockingWaitsMakeTheHeuristicsLose)
+{
+	// MetBench with blocking waits: equal priorities are the best split
+	// (a sleeping sibling leaves the whole core), yet the heavy task's high
+	// utilisation raises it, which slows its light sibling's compute.
+	Workload block = metbench(paper());
+	block.wait = WaitMode::Block;
+	Comparison c = compare(block, defaults());
+	EXPECT_NEAR(c.ideal_s, c.baseline.time_s, 1e-9 * c.baseline.time_s);
+	EXPECT_LT(gain(c.baseline, c.uniform), -0.05);
+	EXPECT_LT(gain(c.baseline, c.adaptive), -0.05);
+	// The table says so instead of dividing by the ideal's zero gain.
+	const std::string t = render_table(c, nullptr);
+	EXPECT_NE(t.find("the ideal gains nothing here"), std::string::npos) << t;
+	EXPECT_EQ(t.find("gain as % of the ideal gain"), std::string::npos) << t;
+	EXPECT_NE(render_table(compare(metbench(paper()), defaults()), nullptr)
+			  .find("gain as % of the ideal gain"),
+		  std::string::npos);
+}
+
 TEST(Simulator, Deterministic)
 {
 	const Workload w = metbenchvar(paper(), 15);
