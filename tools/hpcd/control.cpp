@@ -12,8 +12,8 @@ namespace hpcd
 
 const std::vector<std::string> kKernelOnlyKnobs{"queue", "timeslice_us"};
 const std::vector<std::string> kReadOnlyKnobs{"backend", "prio_range", "smt_pairs"};
-const std::vector<std::string> kDaemonKnobs{"mode", "balance", "window", "wait_weight",
-					    "ignore_ranks"};
+const std::vector<std::string> kDaemonKnobs{"mode",   "balance",     "waits",
+					    "window", "wait_weight", "ignore_ranks"};
 
 const char *set_err_kind(SetErr e)
 {
@@ -81,6 +81,12 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 				return SetErr::BadValue;
 			}
 			next.balance = val == "on";
+		} else if (key == "waits") {
+			if (val != "sleep" && val != "poll") {
+				msg = "waits: '" + val + "' is not sleep or poll";
+				return SetErr::BadValue;
+			}
+			next.waits = val == "poll" ? Waits::Poll : Waits::Sleep;
 		} else if (key == "window") {
 			if (!hpc::parse_u32(val, v) || v < 1 || v > 1000) {
 				msg = "window: '" + val + "' is not a whole number in 1..1000";
@@ -140,6 +146,7 @@ nlohmann::ordered_json knob_values(Engine &e)
 	v["smt_pairs"] = pairs;
 	v["mode"] = e.s.mode == Mode::Quota ? "quota" : "weight";
 	v["balance"] = e.s.balance ? "on" : "off";
+	v["waits"] = e.s.waits == Waits::Poll ? "poll" : "sleep";
 	v["window"] = std::to_string(e.s.window);
 	v["wait_weight"] = std::to_string(e.s.wait_weight);
 	v["ignore_ranks"] = e.s.ignore_ranks.empty() ? "none" : format_cpulist(e.s.ignore_ranks);

@@ -24,7 +24,7 @@
 //
 // Knob names are the kernel's sysfs names (sched-hpc-abi.txt), validated by
 // the policy core through params_text; hpcd adds its own (mode, balance,
-// window, wait_weight).
+// waits, window, wait_weight).
 #pragma once
 
 #include "cgroup.hpp"
@@ -46,7 +46,7 @@ const char *set_err_kind(SetErr e);
 // Knobs only the kernel class has, and the read-only ones.
 extern const std::vector<std::string> kKernelOnlyKnobs; // queue, timeslice_us
 extern const std::vector<std::string> kReadOnlyKnobs;   // backend, prio_range, smt_pairs
-extern const std::vector<std::string> kDaemonKnobs;     // mode, balance, window, wait_weight
+extern const std::vector<std::string> kDaemonKnobs;     // mode, balance, waits, window, wait_weight
 
 // Apply KEY=VALUE settings to a copy of `s`; on success replace `s`. On
 // failure `s` is unchanged and `msg` says which setting is wrong and why.

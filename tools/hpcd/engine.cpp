@@ -277,7 +277,8 @@ void Engine::plan()
 		}
 		Task *sib = sibling(t);
 		t.quota = smt_quota(applied_prio(t), sib ? applied_prio(*sib) : 0, sib != nullptr,
-				    sib && sib->live_runnable, s.period_us, dil);
+				    sib && (sib->live_runnable || s.waits == Waits::Poll),
+				    s.period_us, dil);
 	}
 }
 

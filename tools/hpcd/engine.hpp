@@ -24,6 +24,16 @@ namespace hpcd
 //    one CPU, cpu.weight/cpu.shares from sliding-window execution times).
 enum class Mode { Quota, Weight };
 
+// How a waiting context behaves on the emulated SMT core (quota mode). Sleep:
+// it leaves the core to its sibling, which runs in single-thread mode. Poll:
+// it keeps issuing instructions, as MPI's polling waits do on real SMT
+// hardware, so its sibling stays at the two-context speed of the model. With
+// Poll the ranks may really sleep (libhpcmon's HPCMON_BLOCKING_WAIT=1): the
+// emulated machine still polls, but the host's CPU is not spent on it and a
+// waiting rank is never held back by its own quota, so it sees a message as
+// soon as it comes, as a low-priority polling context does.
+enum class Waits { Sleep, Poll };
+
 // The priorities the quota emulation can represent, as every emulation.
 constexpr hpc_prio_range kBackendRange{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
 // Smallest quota CFS accepts (v1 cfs_quota_us and v2 cpu.max).
@@ -35,6 +45,7 @@ struct Settings {
 	hpc_params params{};
 	Mode mode = Mode::Quota;
 	bool balance = true; // false: the baseline, every task at HPC_PRIO_NORMAL
+	Waits waits = Waits::Sleep;
 	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	uint32_t window = 5;           // weight mode: sliding window (iterations)
 	uint32_t wait_weight = 10;     // weight mode: waitValue, for ranks waiting
@@ -50,10 +61,10 @@ struct Quota {
 };
 
 // Mechanism A for one context: its speed while both contexts compute is
-// hpc_smt_speed(own, sib, busy) permille of a CPU; alone or beside a sleeping
-// sibling it runs unthrottled. `dilation` > 1 when several contexts share a
-// CPU: every context then runs 1/dilation as fast (period x dilation, same
-// quota), so ratios between contexts stay those of the model.
+// hpc_smt_speed(own, sib, busy) permille of a CPU; alone or beside a sibling
+// that is not busy (asleep, and Waits::Sleep) it runs unthrottled. `dilation` > 1 when several
+// contexts share a CPU: every context then runs 1/dilation as fast (period x dilation, same quota),
+// so ratios between contexts stay those of the model.
 Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
 		uint32_t period_us, unsigned dilation);
 

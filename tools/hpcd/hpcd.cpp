@@ -430,6 +430,7 @@ json Daemon::status()
 		    {"instance", cg_.instance_dir()},
 		    {"mode", e.s.mode == Mode::Quota ? "quota" : "weight"},
 		    {"balance", e.s.balance},
+		    {"waits", e.s.waits == Waits::Poll ? "poll" : "sleep"},
 		    {"heuristic", hpc::format_param(e.s.params, HPC_P_HEURISTIC)},
 		    {"emul_period_us", e.s.period_us},
 		    {"sample_ms", o_.sample_ms},

@@ -114,6 +114,25 @@ TEST(Control, DaemonKnobs)
 	EXPECT_TRUE(e.s.ignore_ranks.empty());
 }
 
+TEST(Control, WaitsKnob)
+{
+	Engine e;
+	ControlHooks h;
+	auto r = call(e, h, R"({"cmd":"get","key":"waits"})");
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	EXPECT_EQ(r["values"]["waits"], "sleep");
+	r = call(e, h, R"({"cmd":"set","settings":["waits=poll"]})");
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	EXPECT_EQ(e.s.waits, Waits::Poll);
+	EXPECT_EQ(r["values"]["waits"], "poll");
+	// A bad value changes nothing, also in the same request.
+	r = call(e, h, R"({"cmd":"set","settings":["waits=sleep","waits=spin"]})");
+	EXPECT_FALSE(r["ok"]);
+	EXPECT_EQ(r["kind"], "bad_value");
+	EXPECT_NE(r["error"].get<std::string>().find("not sleep or poll"), std::string::npos);
+	EXPECT_EQ(e.s.waits, Waits::Poll);
+}
+
 TEST(Control, MalformedRequests)
 {
 	Engine e;

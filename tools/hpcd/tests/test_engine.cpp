@@ -33,6 +33,25 @@ TEST(SmtQuota, UnthrottledWhenAloneOrSiblingWaits)
 	EXPECT_EQ(smt_quota(4, 0, false, false, 10000, 1).quota_us, -1);
 }
 
+TEST(Engine, PollingWaitsKeepASleepingSiblingBusy)
+{
+	Engine e;
+	e.cpus = {0, 1};
+	e.add(10, "light", "d", -1, 0);
+	e.add(20, "heavy", "d", -1, 0);
+	e.live(10, false); // the light context waits, asleep
+	e.plan();
+	EXPECT_EQ(e.find(20)->quota.quota_us, -1); // single-thread mode
+	EXPECT_EQ(e.find(10)->quota.quota_us, 6000);
+	e.s.waits = Waits::Poll; // the emulated context polls while it waits
+	e.plan();
+	EXPECT_EQ(e.find(20)->quota.quota_us, 6000); // (4,4): 600 permille
+	EXPECT_EQ(e.find(10)->quota.quota_us, 6000);
+	e.remove(10); // no sibling at all: alone on the core, whatever the waits
+	e.plan();
+	EXPECT_EQ(e.find(20)->quota.quota_us, -1);
+}
+
 TEST(SmtQuota, DilationKeepsRatios)
 {
 	// Two contexts per CPU: period doubles, quotas stay, alone = 1/2 CPU.
