@@ -24,6 +24,13 @@
 #        libhpcmon's per-rank report (HPCMON_REPORT), and there is no trace
 #        BACKGROUND (a command run during each way, then stopped: e.g.
 #        ordinary processes competing with the ranks)
+#        EMUL_WAITS: how the emulated cores' ranks wait (tools/hpcd/README.md,
+#        "Waits"): poll (default: the ranks sleep in their waits, libhpcmon's
+#        HPCMON_BLOCKING_WAIT=1, and hpcd counts a waiting context as
+#        polling, hpcd waits=poll: the paper's machine, where MPI polls),
+#        sleep (they sleep and their contexts idle: single-thread mode for
+#        the sibling, where the model sees nothing to gain) or spin (MPI's
+#        own polling waits for real, HPCMON_BLOCKING_WAIT=0)
 # OUT_DIR (default: a temporary directory) keeps, per way, MetBench's JSON
 # result and trace, hpcd's log and the workers' final priorities, in the
 # form bench/metbench/report.py reads.
@@ -43,9 +50,14 @@ else
 	trap 'rm -rf "$work"' EXIT
 fi
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon HPCMON_QUIET=1
-# Waiting ranks sleep (the monitor polls with back-off) so that the master
-# and a waiting sibling leave the CPU to the ranks that compute.
-export HPCMON_BLOCKING_WAIT=${HPCMON_BLOCKING_WAIT:-1}
+emul_waits=${EMUL_WAITS:-poll}
+case $emul_waits in
+poll) HPCMON_BLOCKING_WAIT=1 hpcd_waits=poll ;;
+sleep) HPCMON_BLOCKING_WAIT=1 hpcd_waits=sleep ;;
+spin) HPCMON_BLOCKING_WAIT=0 hpcd_waits=poll ;;
+*) echo "metbench-3ways: EMUL_WAITS must be poll, sleep or spin, not '$emul_waits'" >&2; exit 2 ;;
+esac
+export HPCMON_BLOCKING_WAIT
 root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
 loads=${LOADS:-250,1000,250,1000} iters=${ITERATIONS:-30} wait=${WAIT:-spin}
 nworkers=$(( $(tr -cd , <<<"$loads" | wc -c) + 1 ))
@@ -122,7 +134,8 @@ for way in $ways; do
 		ign=()
 		[ "$master" -eq 0 ] || ign=(--set ignore_ranks=0)
 		# shellcheck disable=SC2086
-		"$hpcd" "${set_[@]}" "${ign[@]}" --exit-when-idle "${gw[@]}" -v \
+		"$hpcd" "${set_[@]}" "${ign[@]}" --set "waits=$hpcd_waits" \
+			--exit-when-idle "${gw[@]}" -v \
 			${HPCD_ARGS:-} 2>"$work/$way.log" &
 		d=$!
 		for _ in $(seq 100); do "$hpcctl" --backend hpcd status >/dev/null 2>&1 && break; sleep 0.05; done

@@ -140,6 +140,25 @@ check "hpcctl get nosuchkey: exit 2" test $rc -eq 2
 "$hpcctl" prio $a 9 >/dev/null 2>&1; rc=$?
 check "hpcctl prio PID 9 (outside 1..6): exit 2" test $rc -eq 2
 check "hpcctl top --once prints a table" bash -c "'$hpcctl' top --once | grep -q '^ *$a '"
+# waits: a stopped (not runnable) light context leaves the core to the heavy
+# one with waits=sleep, and counts as polling with waits=poll.
+unlimited() { case $(quota_of $1) in "-1 "* | "max "*) return 0 ;; esac; return 1; }
+kill -STOP $a
+if wait_for 3 "unlimited $b"; then
+	ok "waits=sleep: beside a sleeping sibling the heavy context runs unthrottled ($(quota_of $b))"
+else
+	nok "waits=sleep: heavy context still throttled beside a sleeping sibling" "$(quota_of $b)"
+fi
+check "hpcctl set waits=poll" "$hpcctl" set waits=poll
+if wait_for 3 'test "$(quota_of $b)" = "7000 10000"'; then
+	ok "waits=poll: the sleeping sibling counts as polling, the heavy context keeps 700 permille ($(quota_of $b))"
+else
+	nok "waits=poll: heavy context not back at its two-context quota" "$(quota_of $b) (want 7000 10000)"
+fi
+"$hpcctl" set waits=spin >"$work/o" 2>&1; rc=$?
+check "hpcctl set waits=spin: exit 2, nothing changed" test $rc -eq 2 -a "$("$hpcctl" get waits)" = poll
+check "hpcctl set waits=sleep" "$hpcctl" set waits=sleep
+kill -CONT $a
 kill -TERM $d; wait $d 2>/dev/null
 check "SIGTERM: tasks back in their cgroup ($(cg_of $a))" test "$(cg_of $a)" = "$orig_cg" -a "$(cg_of $b)" = "$orig_cg"
 check "SIGTERM: affinity restored ($(affinity $a))" test "$(affinity $a)" = "$orig_aff"
