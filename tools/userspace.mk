@@ -22,7 +22,7 @@ run: build
 	@rm -rf $(RUN_DIR); mkdir -p $(RUN_DIR)
 	@LOADS=$${LOADS:-500,2000,500,2000} ITERATIONS=$${ITERATIONS:-20} \
 		tools/hpcd/metbench-3ways.sh $(BUILD) $(RUN_DIR) > $(RUN_DIR)/summary.txt
-	@grep "hpcd:" $(RUN_DIR)/summary.txt | sort -u || true
+	@grep -E "^(waits|  hpcd):" $(RUN_DIR)/summary.txt | sort -u || true
 	@/usr/bin/python3 bench/metbench/report.py $(RUN_DIR) --png $(RUN_DIR)/timeline.png \
 		--title "MetBench on $$(nproc) CPUs, hpcd cgroup SMT emulation"
 	@echo; echo "== The same policy in the simulator (paper's machine model) =="

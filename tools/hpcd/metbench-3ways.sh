@@ -120,6 +120,11 @@ swap=()
 gw=()
 [ -z "${GROUP_WEIGHT-10000}" ] || gw=(--group-weight "${GROUP_WEIGHT-10000}")
 
+case $emul_waits in
+poll) echo "waits: poll (the ranks sleep in their waits; hpcd counts a waiting context as polling, as MPI's waits do)" ;;
+sleep) echo "waits: sleep (the ranks sleep in their waits and their contexts idle: the sibling runs alone)" ;;
+spin) echo "waits: spin (MPI's own polling waits; a rank out of quota holds up the collective until its next period)" ;;
+esac
 printf '%-9s %10s   %s\n' way "time (s)" "final priority per worker (P1..P$nworkers)"
 for way in $ways; do
 	case $way in
