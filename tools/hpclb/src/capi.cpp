@@ -11,6 +11,9 @@ struct hpclb_tree {
 struct hpclb_ruper {
 	hpclb::RuperTask t;
 };
+struct hpclb_damper {
+	hpclb::Damper d;
+};
 
 namespace
 {
@@ -22,6 +25,28 @@ namespace hpclb
 void set_last_error(const std::string &what)
 {
 	last_error = what;
+}
+
+DampingParams damping_from_c(const hpclb_damping *d)
+{
+	if (!d)
+		throw Error("damping: no parameters");
+	DampingParams p;
+	p.persistence = d->persistence;
+	p.threshold = d->threshold;
+	p.min_gain = d->min_gain;
+	p.max_move_fraction = d->max_move_fraction;
+	p.max_moves = d->max_moves;
+	p.move_rate = d->move_rate;
+	p.horizon = d->horizon;
+	validate(p);
+	return p;
+}
+
+void damping_to_c(const DampingParams &p, hpclb_damping *d)
+{
+	*d = {p.persistence, p.threshold, p.min_gain, p.max_move_fraction,
+	      p.max_moves,   p.move_rate, p.horizon};
 }
 } // namespace hpclb
 
@@ -171,6 +196,65 @@ int hpclb_migration_plan(const hpclb_host *hosts, size_t nh, const hpclb_contain
 		for (size_t i = 0; i < p.moves.size() && i < cap; i++)
 			moves[i] = {p.moves[i].id, p.moves[i].from, p.moves[i].to};
 		*nmoves = p.moves.size();
+	});
+}
+
+void hpclb_damping_defaults(hpclb_damping *d)
+{
+	if (d)
+		hpclb::damping_to_c({}, d);
+}
+
+hpclb_damper *hpclb_damper_new(const hpclb_damping *d)
+{
+	hpclb_damper *r = nullptr;
+	guard([&] { r = new hpclb_damper{hpclb::Damper(hpclb::damping_from_c(d))}; });
+	return r;
+}
+
+void hpclb_damper_free(hpclb_damper *d)
+{
+	delete d;
+}
+
+int hpclb_damper_set(hpclb_damper *d, const hpclb_damping *p)
+{
+	return guard([&] { d->d.set_params(hpclb::damping_from_c(p)); });
+}
+
+int hpclb_damper_observe(hpclb_damper *d, const hpclb_task *tasks, size_t ntask,
+			 const double *speeds, size_t nrank, int *plan)
+{
+	return guard([&] {
+		std::vector<hpclb::Task> t(ntask);
+		for (size_t i = 0; i < ntask; i++)
+			t[i] = {tasks[i].id, tasks[i].cpu_time, tasks[i].proc, tasks[i].bytes};
+		const bool go = d->d.observe(t, std::vector<double>(speeds, speeds + nrank));
+		if (plan)
+			*plan = go;
+	});
+}
+
+int hpclb_damper_smoothed(const hpclb_damper *d, hpclb_task *out, size_t cap, size_t *n)
+{
+	return guard([&] {
+		auto t = d->d.smoothed();
+		for (size_t i = 0; i < t.size() && i < cap; i++)
+			out[i] = {t[i].id, t[i].cpu_time, t[i].proc, t[i].bytes};
+		*n = t.size();
+	});
+}
+
+int hpclb_damper_admit(hpclb_damper *d, hpclb_move *moves, size_t *n)
+{
+	return guard([&] {
+		std::vector<hpclb::Move> plan(*n);
+		for (size_t i = 0; i < *n; i++)
+			plan[i] = {moves[i].id, moves[i].from, moves[i].to};
+		auto kept = d->d.admit(plan);
+		for (size_t i = 0; i < kept.size(); i++)
+			moves[i] = {kept[i].id, kept[i].from, kept[i].to};
+		*n = kept.size();
 	});
 }
 

@@ -103,3 +103,41 @@ int capi_ruper(char *msg, size_t len)
 	CHECK(!hpclb_ruper_new(100, 2, &p, 0));
 	return 0;
 }
+
+int capi_damping(char *msg, size_t len)
+{
+	hpclb_damping p;
+	hpclb_damping_defaults(&p);
+	CHECK(p.persistence == 3 && p.max_move_fraction == 0.25 && p.max_moves == INT64_MAX);
+	p.persistence = -1;
+	CHECK(!hpclb_damper_new(&p));
+	CHECK(strstr(hpclb_last_error(), "persistence must be >= 1"));
+	p.persistence = 2;
+	p.max_moves = 0;
+	CHECK(!hpclb_damper_new(&p));
+	CHECK(strstr(hpclb_last_error(), "move budget must be >= 1"));
+	p.max_moves = 1;
+	hpclb_damper *d = hpclb_damper_new(&p);
+	CHECK(d);
+	/* Rank 1 at half speed: its two units take 2 s each. */
+	hpclb_task t[4] = {{1, 1, 0, 0}, {2, 1, 0, 0}, {3, 2, 1, 0}, {4, 2, 1, 0}};
+	double speeds[2] = {1, 0.5};
+	int plan = -1;
+	CHECK(hpclb_damper_observe(d, t, 4, speeds, 2, &plan) == 0 && plan == 0);
+	t[2].proc = 7;
+	CHECK(hpclb_damper_observe(d, t, 4, speeds, 2, &plan) == -1);
+	CHECK(strstr(hpclb_last_error(), "unit 3 is on rank 7"));
+	t[2].proc = 1;
+	CHECK(hpclb_damper_observe(d, t, 4, speeds, 2, &plan) == 0 && plan == 1);
+	hpclb_task s[4];
+	size_t n = 0;
+	CHECK(hpclb_damper_smoothed(d, s, 4, &n) == 0 && n == 4 && s[3].cpu_time == 2);
+	/* Two moves proposed, a budget of one. */
+	hpclb_move m[2] = {{3, 1, 0}, {4, 1, 0}};
+	n = 2;
+	CHECK(hpclb_damper_admit(d, m, &n) == 0 && n == 1 && m[0].id == 3 && m[0].to == 0);
+	p.max_move_fraction = 0;
+	CHECK(hpclb_damper_set(d, &p) == -1);
+	hpclb_damper_free(d);
+	return 0;
+}

@@ -10,6 +10,7 @@ extern "C" int capi_tree(char *msg, size_t len);
 extern "C" int capi_refine(char *msg, size_t len);
 extern "C" int capi_plan(char *msg, size_t len);
 extern "C" int capi_ruper(char *msg, size_t len);
+extern "C" int capi_damping(char *msg, size_t len);
 
 TEST(Monitor, ProcStat)
 {
@@ -70,6 +71,7 @@ CAPI(tree)
 CAPI(refine)
 CAPI(plan)
 CAPI(ruper)
+CAPI(damping)
 
 // ------------------------------------------------- the monitor thread ----
 

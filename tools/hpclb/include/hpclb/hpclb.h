@@ -73,6 +73,41 @@ typedef struct {
 int hpclb_migration_plan(const hpclb_host *hosts, size_t nhost, const hpclb_container *c, size_t nc,
 			 double dump_rate, hpclb_move *moves, size_t cap, size_t *nmoves);
 
+/* Damping of the plans (hpclb::Damper; every method goes through it over
+ * MPI): a plan only when the same rank was overloaded (time >= (1 +
+ * threshold) x the mean) in `persistence` LB periods in a row, made from the
+ * loads averaged over them; at most min(max_moves, max(1, max_move_fraction
+ * x units)) moves, largest first, each shortening the longer of its two
+ * ranks' times; a unit is not sent back where the last plan took it from
+ * unless the imbalance clearly reversed; kept only if the slowest rank's
+ * time falls by min_gain of it and the saving over `horizon` periods
+ * exceeds bytes / move_rate. Defaults: 3, 0.10, 0.05, 0.25, INT64_MAX,
+ * 100e6, 10. */
+typedef struct {
+	int persistence;          /* periods, >= 1 (1: a plan at every overloaded period) */
+	double threshold;         /* >= 0 */
+	double min_gain;          /* [0, 1) */
+	double max_move_fraction; /* (0, 1] */
+	int64_t max_moves;        /* >= 1 */
+	double move_rate;         /* bytes/s, > 0 */
+	int horizon;              /* periods, >= 1 */
+} hpclb_damping;
+void hpclb_damping_defaults(hpclb_damping *d);
+typedef struct hpclb_damper hpclb_damper;
+hpclb_damper *hpclb_damper_new(const hpclb_damping *d); /* NULL on bad parameters */
+void hpclb_damper_free(hpclb_damper *d);
+int hpclb_damper_set(hpclb_damper *d, const hpclb_damping *p);
+/* One LB period: the units where they ran with their loads (cpu_time, s)
+ * and each rank's effective speed (> 0); *plan is 1 when a plan may be made
+ * now, else 0. */
+int hpclb_damper_observe(hpclb_damper *d, const hpclb_task *tasks, size_t ntask,
+			 const double *speeds, size_t nrank, int *plan);
+/* The last period's units, in the same order, with loads averaged over the
+ * window (what a plan is made from). Writes at most cap; *n is how many. */
+int hpclb_damper_smoothed(const hpclb_damper *d, hpclb_task *out, size_t cap, size_t *n);
+/* Filters a plan in place: *n moves in, the kept ones (in order) out. */
+int hpclb_damper_admit(hpclb_damper *d, hpclb_move *moves, size_t *n);
+
 /* RUPER-LB task (speed-based redistribution of iterations). */
 typedef struct hpclb_ruper hpclb_ruper;
 typedef struct {

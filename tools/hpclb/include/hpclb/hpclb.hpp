@@ -238,6 +238,84 @@ double lip(const std::vector<double> &intervals);
 MigrationPlan migration_plan(const std::vector<Host> &hosts,
 			     const std::vector<Container> &containers, const PlanParams &pp = {});
 
+// ------------------------------------------------------------- damping ----
+
+// The damping every method's plan goes through over MPI (Damper): a plan is
+// made only when the same rank was overloaded in `persistence` LB periods in
+// a row, from the units' loads averaged over those periods; it is cut to a
+// move budget, a unit is not sent back to where the last plan took it from
+// unless the imbalance clearly reversed, and the plan is kept only when it
+// shortens the slowest rank's time by `min_gain` and that saving over
+// `horizon` periods exceeds the cost of the moves. On a balanced or noisy
+// system it converges to doing nothing; a persistent imbalance is corrected
+// within `persistence` periods per plan, at most a budget per plan.
+struct DampingParams {
+	int persistence = 3;     // periods in a row a rank must be overloaded (>= 1)
+	double threshold = 0.10; // overloaded: its time >= (1 + threshold) x the mean (>= 0)
+	double min_gain = 0.05;  // the slowest rank's time must fall by this fraction, [0, 1)
+	double max_move_fraction = 0.25; // at most this fraction of the units per plan, (0, 1]
+	int64_t max_moves = std::numeric_limits<int64_t>::max(); // and at most this many (>= 1)
+	double move_rate = 100e6; // bytes/s: a move costs bytes / move_rate seconds (> 0)
+	int horizon = 10; // periods the saving of a plan is counted over against its cost (>= 1)
+};
+// Throws Error naming the bad field (e.g. a negative persistence, a zero budget).
+void validate(const DampingParams &p);
+
+class Damper
+{
+public:
+	explicit Damper(const DampingParams &p = {}); // validated
+	// New parameters (validated; nothing changes on error). The history is kept.
+	void set_params(const DampingParams &p);
+	const DampingParams &params() const { return p_; }
+	// One LB period: the units where they ran, with their loads (seconds of
+	// the period), and each rank's effective speed (> 0, any unit; only the
+	// ratios count: a unit of load t moved from p to q is predicted to take
+	// t * speed[p] / speed[q]). A rank's time is the sum of its units'
+	// loads. Returns whether a plan may be made now: the rank with the
+	// largest mean time over the last `persistence` periods was overloaded
+	// in each of them. Bad input throws Error and changes nothing.
+	bool observe(const std::vector<Task> &tasks, const std::vector<double> &speeds);
+	// The last period's units (same order) with each load the mean over the
+	// periods of the window in which it ran on the same rank: what a plan
+	// should be made from.
+	std::vector<Task> smoothed() const;
+	// A method's plan (made from smoothed()) through the damping: empty unless
+	// observe() just returned true; moves that send a unit back to where the
+	// last admitted plan took it from are dropped unless that rank is now
+	// below the mean and the unit's present rank overloaded; the rest, largest
+	// first (ties by id), are kept while each shortens the longer of its two
+	// ranks' times, up to the budget min(max_moves, max(1, max_move_fraction
+	// x units)); the whole is kept only if the slowest rank's predicted time
+	// falls by min_gain of it and the saving times `horizon` periods is
+	// more than the moves' bytes / move_rate. Kept moves are returned in the
+	// plan's order; then the window starts again (the next plan needs
+	// `persistence` new periods). A move of an unknown unit, from a rank
+	// where it is not or to an unknown rank throws Error.
+	std::vector<Move> admit(const std::vector<Move> &plan);
+	double imbalance() const { return imbalance_; } // max/avg of the last period's times
+	double predicted() const
+	{
+		return predicted_;
+	}                                         // max/avg after the last admit (or imbalance())
+	int streak() const { return streak_; }    // periods in a row `overloaded()` was
+	int overloaded() const { return heavy_; } // that rank, -1 when none
+	void reset();                             // forgets every period and the last plan
+
+private:
+	struct Period {
+		std::vector<Task> tasks;
+		std::vector<double> times, speeds;
+	};
+	DampingParams p_;
+	std::vector<Period> window_; // oldest first, at most `persistence`
+	std::map<int64_t, int> last_from_;
+	double imbalance_ = 1, predicted_ = 1;
+	int streak_ = 0, heavy_ = -1;
+	bool go_ = false,
+	     restart_ = false; // restart_: a plan was admitted, the window starts again
+};
+
 // ------------------------------------------------------------ RUPER-LB ----
 
 // One worker (a thread, or at MPI level a "guess worker" for a whole rank).
