@@ -12,11 +12,13 @@
 // usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K] [--kernel jacobi|wave]
 //        [--mode none|refine|container|drum] [--slow RANK:FACTOR] [--die-at ITER]
 //        [--machine XML] [--monitor-period S] [--remeasure S]
+//        [--persistence N] [--max-moves N] [--move-fraction F]
 // --machine: DRUM's machine tree from the paper's XML (drum mode);
 // --monitor-period: the monitor thread's period; --remeasure: f_p measured
 // again at every LB step for S seconds.
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
+// --persistence, --max-moves, --move-fraction: the damping's (hpclb_damping).
 #include "hpclb/hpclb_mpi.h"
 #include "started.hpp"
 
@@ -77,7 +79,9 @@ int main(int argc, char **argv)
 	int n = 256, iters = 100, every = 10, mode = HPCLB_MODE_REFINE, slow_rank = -1, die_at = -1;
 	double slow = 1, monitor_period = 0, remeasure = 0;
 	std::string machine;
-	bool bad_kernel = false;
+	bool bad_kernel = false, damping = false;
+	hpclb_damping damp;
+	hpclb_damping_defaults(&damp);
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
 		auto val = [&]() -> std::string {
@@ -110,6 +114,12 @@ int main(int argc, char **argv)
 			monitor_period = std::atof(val().c_str());
 		else if (a == "--remeasure")
 			remeasure = std::atof(val().c_str());
+		else if (a == "--persistence")
+			damp.persistence = std::atoi(val().c_str()), damping = true;
+		else if (a == "--max-moves")
+			damp.max_moves = std::atoll(val().c_str()), damping = true;
+		else if (a == "--move-fraction")
+			damp.max_move_fraction = std::atof(val().c_str()), damping = true;
 		else if (a == "--slow") {
 			std::string v = val();
 			if (std::sscanf(v.c_str(), "%d:%lf", &slow_rank, &slow) != 2 || slow < 1)
@@ -144,7 +154,8 @@ int main(int argc, char **argv)
 	// The options' errors are the library's (the same on every rank).
 	if ((!machine.empty() && hpclb_mpi_set_machine(lb, machine.c_str())) ||
 	    (monitor_period != 0 && hpclb_mpi_set_monitor_period(lb, monitor_period)) ||
-	    (remeasure != 0 && hpclb_mpi_set_remeasure(lb, remeasure))) {
+	    (remeasure != 0 && hpclb_mpi_set_remeasure(lb, remeasure)) ||
+	    (damping && hpclb_mpi_set_damping(lb, &damp))) {
 		if (!rank)
 			std::fprintf(stderr, "stencil2d: %s\n", hpclb_last_error());
 		hpclb_mpi_free(lb);

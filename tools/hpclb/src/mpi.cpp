@@ -4,6 +4,7 @@
 #include "hpclb/hpclb_mpi.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +19,9 @@
 namespace hpclb
 {
 void set_last_error(const std::string &what); // capi.cpp
-}
+DampingParams damping_from_c(const hpclb_damping *d);
+void damping_to_c(const DampingParams &p, hpclb_damping *d);
+} // namespace hpclb
 
 namespace
 {
@@ -145,7 +148,9 @@ std::vector<int> my_cpus()
 struct hpclb_ctx {
 	MPI_Comm comm = MPI_COMM_NULL;
 	int rank = 0, size = 1, mode = 0, local_ranks = 1;
-	double epsilon = 0.02, dump_rate = 100e6, freq = 1, min_gain = 0.05;
+	double epsilon = 0.02, dump_rate = 100e6, freq = 1;
+	// Rank 0: the damping every plan goes through (hpclb::Damper).
+	hpclb::Damper damper;
 	double share = 0; // the CPU share, smoothed over the periods (0: none yet)
 	std::vector<UnitRec> units;
 	std::vector<hpclb_move> moves;
@@ -320,11 +325,35 @@ int hpclb_mpi_set_speed(hpclb_ctx *c, double f)
 
 int hpclb_mpi_set_min_gain(hpclb_ctx *c, double fraction)
 {
-	if (!(fraction >= 0 && fraction < 1)) {
-		mpi_error = "min gain must be a fraction in [0, 1)";
+	auto p = c->damper.params();
+	p.min_gain = fraction;
+	try {
+		c->damper.set_params(p);
+	} catch (const std::exception &e) {
+		mpi_error = e.what();
 		return -1;
 	}
-	c->min_gain = fraction;
+	return 0;
+}
+
+int hpclb_mpi_set_damping(hpclb_ctx *c, const hpclb_damping *d)
+{
+	try {
+		c->damper.set_params(hpclb::damping_from_c(d));
+	} catch (const std::exception &e) {
+		mpi_error = std::string("hpclb_mpi_set_damping: ") + e.what();
+		return -1;
+	}
+	return 0;
+}
+
+int hpclb_mpi_damping(const hpclb_ctx *c, hpclb_damping *d)
+{
+	if (!d) {
+		mpi_error = "hpclb_mpi_damping: no place for the parameters";
+		return -1;
+	}
+	hpclb::damping_to_c(c->damper.params(), d);
 	return 0;
 }
 
@@ -381,10 +410,13 @@ int hpclb_mpi_set_machine(hpclb_ctx *c, const char *xml_path)
 
 int hpclb_mpi_set_dump_rate(hpclb_ctx *c, double r)
 {
-	if (!(r > 0)) {
+	if (!(r > 0) || !std::isfinite(r)) {
 		mpi_error = "dump rate must be > 0 bytes/s";
 		return -1;
 	}
+	auto p = c->damper.params();
+	p.move_rate = r; // the damping weighs the moves at the same rate
+	c->damper.set_params(p);
 	c->dump_rate = r;
 	return 0;
 }
@@ -570,34 +602,42 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 			avg /= c->size;
 			head[2] = avg > 0 ? mx / avg : 1;
 			head[3] = head[2];
-			// Algorithm 1 with tolerance epsilon of the average load; its
-			// moves are the plan.
-			auto refine_moves = [&](const std::vector<hpclb::Vcpu> &speeds) {
-				auto probe = hpclb::refine(speeds, tasks, 0);
-				auto r = hpclb::refine(speeds, tasks, c->epsilon * probe.avg);
-				head[2] = r.imbalance_before;
-				head[3] = r.imbalance_after;
-				// A step whose plan gains less than min_gain of the period
-				// moves nothing: chasing the noise of the measures costs
-				// data movement every step and undoes itself at the next.
-				if (!hpclb::worth_moving(r.imbalance_before, r.imbalance_after,
-							 c->min_gain)) {
-					head[3] = head[2];
-					return;
-				}
-				for (size_t i = 0; i < tasks.size(); i++)
-					if (r.proc[i] != tasks[i].proc)
-						c->moves.push_back(
-							{tasks[i].id, tasks[i].proc, r.proc[i]});
+			// Every method's plan goes through one damping: a plan only
+			// when the same rank was overloaded over several periods, made
+			// from the loads averaged over them, cut to a move budget, not
+			// undoing the last plan unless the imbalance reversed, and
+			// only when its saving is worth its moves (hpclb::Damper). The
+			// speeds it predicts the moved loads with are the effective
+			// ones, as the refinement's.
+			bool go = false;
+			std::vector<hpclb::Task> sm;
+			if (c->mode != HPCLB_MODE_NONE) {
+				std::vector<double> eff;
+				for (const auto &r : ranks)
+					eff.push_back(r.freq * r.share);
+				go = c->damper.observe(tasks, eff);
+				if (go)
+					sm = c->damper.smoothed();
+			}
+			std::vector<hpclb::Move> plan;
+			// Algorithm 1 with tolerance epsilon of the average load, on the
+			// smoothed loads; its moves are the plan.
+			auto refine_plan = [&](const std::vector<hpclb::Vcpu> &speeds) {
+				auto probe = hpclb::refine(speeds, sm, 0);
+				auto r = hpclb::refine(speeds, sm, c->epsilon * probe.avg);
+				for (size_t i = 0; i < sm.size(); i++)
+					if (r.proc[i] != sm[i].proc)
+						plan.push_back({sm[i].id, sm[i].proc, r.proc[i]});
 			};
-			if (c->mode == HPCLB_MODE_REFINE) {
-				refine_moves(v);
+			if (c->mode == HPCLB_MODE_REFINE && go) {
+				refine_plan(v);
 			} else if (c->mode == HPCLB_MODE_DRUM) {
 				// DRUM's shares (one computing node per rank), turned into
 				// a placement by the refinement: speeds proportional to the
 				// shares and no background (the model already has u + i).
 				// The machine tree (XML or discovered), its computing
-				// nodes filled from their ranks.
+				// nodes filled from their ranks, at every step (the
+				// monitors' view); placed only when the damping allows.
 				auto tree = *c->tree;
 				std::vector<hpclb::RankMeasure> rm;
 				std::vector<int> cores;
@@ -624,26 +664,47 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 							     shares[p], ranks[p].util,
 							     ranks[p].idle, ranks[p].caf,
 							     ranks[p].mem / 1e6, ranks[p].samples);
-				std::vector<hpclb::Vcpu> dv;
-				for (int p = 0; p < c->size; p++)
-					dv.push_back({std::max(1e-9, shares[p] * c->size), 0});
-				refine_moves(dv);
-			} else if (c->mode == HPCLB_MODE_CONTAINER) {
-				std::vector<hpclb::Host> h;
-				for (int p = 0; p < c->size; p++) {
-					c->psi_acc[p] += ps[p]; // accumulated imbalance
-					h.push_back({ranks[p].freq * ranks[p].share / fmax,
-						     interval[p], c->psi_acc[p]});
+				if (go) {
+					std::vector<hpclb::Vcpu> dv;
+					for (int p = 0; p < c->size; p++)
+						dv.push_back(
+							{std::max(1e-9, shares[p] * c->size), 0});
+					refine_plan(dv);
 				}
-				std::vector<hpclb::Container> ct;
-				for (const auto &t : tasks)
-					ct.push_back({t.id, t.proc, t.cpu_time, t.bytes});
-				auto plan = hpclb::migration_plan(h, ct, {c->dump_rate});
-				for (const auto &m : plan.moves)
-					c->moves.push_back({m.id, m.from, m.to});
-				if (!plan.moves.empty())
-					std::fill(c->psi_acc.begin(), c->psi_acc.end(), 0);
+			} else if (c->mode == HPCLB_MODE_CONTAINER) {
+				for (int p = 0; p < c->size; p++)
+					c->psi_acc[p] += ps[p]; // accumulated imbalance
+				if (go) {
+					std::vector<double> smi(static_cast<size_t>(c->size), 0);
+					for (const auto &t : sm)
+						smi[static_cast<size_t>(t.proc)] += t.cpu_time;
+					std::vector<hpclb::Host> h;
+					for (int p = 0; p < c->size; p++)
+						h.push_back({ranks[p].freq * ranks[p].share / fmax,
+							     smi[p], c->psi_acc[p]});
+					std::vector<hpclb::Container> ct;
+					for (const auto &t : sm)
+						ct.push_back({t.id, t.proc, t.cpu_time, t.bytes});
+					for (const auto &m :
+					     hpclb::migration_plan(h, ct, {c->dump_rate}).moves)
+						plan.push_back(m);
+				}
 			}
+			if (go) {
+				for (const auto &m : c->damper.admit(plan))
+					c->moves.push_back({m.id, m.from, m.to});
+				if (!c->moves.empty()) {
+					head[3] = c->damper.predicted();
+					if (c->mode == HPCLB_MODE_CONTAINER)
+						std::fill(c->psi_acc.begin(), c->psi_acc.end(), 0);
+				}
+			}
+			if (std::getenv("HPCLB_DEBUG") && c->mode != HPCLB_MODE_NONE)
+				std::fprintf(stderr,
+					     "hpclb: damping: max/avg %.3f, rank %d overloaded %d "
+					     "period(s) in a row, plan %zu move(s), kept %zu\n",
+					     c->damper.imbalance(), c->damper.overloaded(),
+					     c->damper.streak(), plan.size(), c->moves.size());
 			head[1] = static_cast<double>(c->moves.size());
 		} catch (const std::exception &e) {
 			head[0] = 1;

@@ -38,9 +38,11 @@ else
 	nok "ranks are not one per node" "$tmp/where"
 fi
 # Blocks move between nodes over TCP and the result is unchanged.
+# Three LB steps on a loaded machine: a plan at every overloaded period
+# (--persistence 1) so that blocks do move.
 args=(--n 512 --blocks 16 --iters 40 --lb-every 10 --slow 0:4)
 crun -np 3 "$app" "${args[@]}" --mode none >"$tmp/none" 2>&1
-crun -np 3 "$app" "${args[@]}" --mode refine >"$tmp/refine" 2>&1
+crun -np 3 "$app" "${args[@]}" --mode refine --persistence 1 >"$tmp/refine" 2>&1
 rc=$?
 ref=$(sed -n 's/^checksum //p' "$tmp/none")
 moves=$(awk '/^lb step/ {m += $(NF-1)} END {print m + 0}' "$tmp/refine")

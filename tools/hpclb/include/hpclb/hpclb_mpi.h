@@ -44,10 +44,18 @@ double hpclb_mpi_speed(const hpclb_ctx *c);
 int hpclb_mpi_set_speed(hpclb_ctx *c, double f);
 /* Refinement tolerance epsilon as a fraction of Tk_avg (default 0.02). */
 int hpclb_mpi_set_epsilon(hpclb_ctx *c, double fraction);
-/* A refinement (refine, drum) plan moves nothing unless it lowers the
- * predicted max/avg by at least this fraction (default 0.05; [0, 1)). */
+/* The damping every plan (refine, container, drum) goes through on rank 0
+ * (hpclb_damping in hpclb.h; hpclb_damping_defaults gives the defaults,
+ * which the context starts with). Set it on every rank alike; a bad value
+ * returns -1 and changes nothing. */
+int hpclb_mpi_set_damping(hpclb_ctx *c, const hpclb_damping *d);
+int hpclb_mpi_damping(const hpclb_ctx *c, hpclb_damping *d);
+/* The damping's min_gain alone: a plan moves nothing unless it shortens the
+ * slowest rank's predicted time by at least this fraction (default 0.05;
+ * [0, 1)). */
 int hpclb_mpi_set_min_gain(hpclb_ctx *c, double fraction);
-/* Migration cost: bytes per second of a move (default 100e6). */
+/* Migration cost: bytes per second of a move (default 100e6): the container
+ * plan's dump rate and the damping's move_rate. */
 int hpclb_mpi_set_dump_rate(hpclb_ctx *c, double bytes_per_s);
 /* A unit this rank holds, with its measured load (seconds) since the last
  * step and its size in bytes. Register every unit once per period. */
