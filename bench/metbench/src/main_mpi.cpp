@@ -59,16 +59,6 @@ int main(int argc, char **argv)
 	if (opt.sync == SyncMode::Shm)
 		return run_shm(opt);
 
-	// Rank 0 calibrates before MPI_Init: the workers then wait for it inside
-	// MPI_Init, before the monitor's accounting starts, not at the start
-	// barrier, where the wait would make a bogus first iteration of every
-	// worker (U near 0, which the Uniform heuristic carries for many
-	// iterations). Without a launcher that names the rank, every process
-	// calibrates and rank 0 prints.
-	double ups = 0;
-	if (launcher_rank_is_zero() && opt.calibrate_ms)
-		ups = calibrate_units_per_sec(opt.calibrate_ms);
-
 	MPI_Init(&argc, &argv);
 	int rank, size;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -91,14 +81,6 @@ int main(int argc, char **argv)
 		if (!e.empty())
 			fprintf(stderr, "%s: P%d: %s\n", argv[0], rank, e.c_str());
 	}
-	if (rank == 0 && opt.calibrate_ms) {
-		if (ups == 0) // the launcher's rank variable did not say 0
-			ups = calibrate_units_per_sec(opt.calibrate_ms);
-		fprintf(opt.json ? stderr : stdout, "calibration: %.0f units/s (%.2f us/unit)\n",
-			ups, 1e6 / ups);
-		fflush(nullptr);
-	}
-
 	MpiSync sync(opt.wait);
 	size_t per = sizeof(RankResult) + opt.iterations * sizeof(IterRec);
 	std::vector<char> mine(per);
@@ -110,6 +92,17 @@ int main(int argc, char **argv)
 	std::vector<char> all(rank == 0 ? per * size : 0);
 	MPI_Gather(mine.data(), static_cast<int>(per), MPI_BYTE, all.data(), static_cast<int>(per),
 		   MPI_BYTE, 0, MPI_COMM_WORLD);
+	// Rank 0 calibrates after the timed loop, while the workers wait in
+	// MPI_Finalize: at the start they would wait for it at the first
+	// barrier, a first iteration of nearly pure wait in every worker that
+	// the Uniform heuristic (global utilisation) carries for many iterations.
+	double ups = 0;
+	if (rank == 0 && opt.calibrate_ms) {
+		ups = calibrate_units_per_sec(opt.calibrate_ms);
+		fprintf(opt.json ? stderr : stdout, "calibration: %.0f units/s (%.2f us/unit)\n",
+			ups, 1e6 / ups);
+		fflush(nullptr);
+	}
 	rc = 0;
 	if (rank == 0) {
 		std::vector<RankResult> results(size);
