@@ -5,7 +5,10 @@
 #  1. MetBench and MetBenchVar (k = 15): baseline, hpcd Uniform and hpcd
 #     Adaptive, one after the other in each round (tools/hpcd/metbench-3ways.sh),
 #     BENCH_REPEAT rounds; medians, gains over the baseline, and those gains
-#     as % of what the simulator (hpcsim, the same workload) gains;
+#     as % of what the simulator (hpcsim, the same workload) gains; MetBench
+#     with the emulated machine's waits polling (EMUL_WAITS=poll, as make run),
+#     sleeping (sleep: the model sees nothing to gain) and MPI's own polling
+#     for real (spin);
 #  2. hpcd's CPU time per managed task (its /proc/self/stat when it exits);
 #  3. libhpcmon's wall time per MPI call against no monitor (hpcmon-overhead);
 #  4. weight mode on a balanced MetBench against no hpcd at all (hpcd's tree
@@ -56,6 +59,8 @@ for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
 	ways metbench "$r" LOADS="$loads" ITERATIONS="$iters"
 	ways metbenchvar "$r" LOADS="$loads" ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
+	ways metbench-sleep "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=sleep
+	ways metbench-spin "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=spin
 	ways balanced "$r" WAYS="none weight" LOADS="$balanced" ITERATIONS="$iters" GROUP_WEIGHT=
 	printf ' (%d s so far)\n' $(($(date +%s) - t0))
 done

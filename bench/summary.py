@@ -5,13 +5,19 @@ usage: summary.py OUT_DIR --hpcsim BIN --rounds N --loads L --iterations I -k K
                   --balanced L --calls C
        summary.py --scx BENCH_TXT     (make bench-scx: scx_hpc beside scx_simple)
 
-OUT_DIR/{metbench,metbenchvar,balanced}/<round>/ hold what
-tools/hpcd/metbench-3ways.sh keeps per way (W.json, W.log); overhead-*.txt
-the output of hpcmon-overhead. The simulator runs the same workloads (loads
-in proportion, the same iterations and swaps) on the paper's machine model
-with polling waits, where the policy's gain is defined; with blocking waits
-the model gives a waiting context's sibling the whole core, so it sees
-nothing to gain (printed too).
+OUT_DIR/{metbench,metbenchvar,metbench-sleep,metbench-spin,balanced}/<round>/
+hold what tools/hpcd/metbench-3ways.sh keeps per way (W.json, W.log);
+overhead-*.txt the output of hpcmon-overhead. The simulator runs the same
+workloads (loads in proportion, the same iterations and swaps) on the paper's
+machine model with the waits of the emulated machine: polling (EMUL_WAITS
+poll and spin), where the policy's gain is defined, or sleeping (EMUL_WAITS
+sleep), where the model gives a waiting context's sibling the whole core:
+there is nothing to gain, and the heuristics, which raise the rank that
+computes, lose.
+
+Gains are medians of the per-round ratios way/baseline: the ways of one round
+run one after the other within seconds, so a drift of the machine's load
+between rounds cancels out.
 """
 import argparse
 import json
@@ -22,6 +28,7 @@ import subprocess
 import sys
 
 WAYS = ("baseline", "uniform", "adaptive", "none", "weight")
+BENCHES = ("metbench", "metbenchvar", "metbench-sleep", "metbench-spin", "balanced")
 
 
 def rounds(out, bench, n):
@@ -44,6 +51,11 @@ def rounds(out, bench, n):
 
 def median_time(rs, way):
     return statistics.median(r[way]["total_time_s"] for r in rs)
+
+
+def round_ratios(rs, way, ref="baseline"):
+    """way/ref time of each round that ran both."""
+    return [r[way]["total_time_s"] / r[ref]["total_time_s"] for r in rs if way in r and ref in r]
 
 
 def simulate(hpcsim, out, name, loads, iterations, k=0, wait="spin"):
@@ -72,28 +84,34 @@ def pct_of(real, sim):
     return "%6.0f %%" % (100 * real / sim) if sim > 0.005 else "      -"
 
 
-def table(title, rs, sim, sim_block):
-    base = median_time(rs, "baseline")
+def table(title, rs, sim, wait="polling"):
+    """The ways of one bench beside the simulator's run of the same workload
+    (with the waits of the emulated machine)."""
     sbase = sim["baseline"]["time_s"]
     sideal = gain(sim["ideal_time_s"], sbase)
     lines = [title,
-             "%-9s %9s %12s %8s %10s %9s %11s" % ("way", "time (s)", "vs baseline", "gain",
-                                                "sim gain", "% of sim", "% of ideal")]
+             "%-9s %9s %12s %8s %15s %10s %9s %11s" % (
+                 "way", "time (s)", "vs baseline", "gain", "gain per round", "sim gain",
+                 "% of sim", "% of ideal")]
     for way in ("baseline", "uniform", "adaptive"):
         t = median_time(rs, way)
         if way == "baseline":
-            lines.append("%-9s %9.3f %12.3f %8s %10s %9s %11s" % (way, t, 1.0, "-", "-", "-", "-"))
+            lines.append("%-9s %9.3f %12.3f %8s %15s %10s %9s %11s" % (
+                way, t, 1.0, "-", "-", "-", "-", "-"))
             continue
-        g = gain(t, base)
+        ratios = round_ratios(rs, way)
+        ratio = statistics.median(ratios)
+        g = 1 - ratio
         sg = gain(sim[way]["time_s"], sbase)
-        lines.append("%-9s %9.3f %12.3f %7.1f%% %9.1f%% %9s %11s" % (
-            way, t, t / base, 100 * g, 100 * sg, pct_of(g, sg), pct_of(g, sideal)))
+        per = "%.0f..%.0f %%" % (100 * (1 - max(ratios)), 100 * (1 - min(ratios)))
+        lines.append("%-9s %9.3f %12.3f %7.1f%% %15s %9.1f%% %9s %11s" % (
+            way, t, ratio, 100 * g, per, 100 * sg, pct_of(g, sg), pct_of(g, sideal)))
     spread = [r["baseline"]["total_time_s"] for r in rs]
-    lines.append("(medians of %d round(s), baseline %.3f..%.3f s; simulator, polling waits: ideal "
-                 "gain %.1f %%, best static %.1f %%; blocking waits: ideal %.1f %%)" % (
-                     len(rs), min(spread), max(spread), 100 * sideal,
-                     100 * gain(sim["static"]["time_s"], sbase),
-                     100 * gain(sim_block["ideal_time_s"], sim_block["baseline"]["time_s"])))
+    lines.append("(%d round(s): times are medians, gains medians of the per-round ratios; baseline "
+                 "%.3f..%.3f s; simulator, %s waits: ideal gain %.1f %%, best static %.1f %% (%s))"
+                 % (len(rs), min(spread), max(spread), wait, 100 * sideal,
+                    100 * gain(sim["static"]["time_s"], sbase),
+                    ",".join(str(p) for p in sim["static_prio"])))
     return "\n".join(lines)
 
 
@@ -103,7 +121,7 @@ LOG_COST = re.compile(r"hpcd: ran ([0-9.]+) s, CPU ([0-9]+) ms .*at most ([0-9]+
 def hpcd_cost(out):
     cpu_ms = task_s = 0.0
     runs = 0
-    for bench in ("metbench", "metbenchvar", "balanced"):
+    for bench in BENCHES:
         base = os.path.join(out, bench)
         if not os.path.isdir(base):
             continue
@@ -200,15 +218,22 @@ def main():
     a = ap.parse_args()
     loads = [int(x) for x in a.loads.split(",")]
 
-    mb = rounds(a.out, "metbench", a.rounds)
-    print(table("MetBench (loads %s, %d iterations)" % (a.loads, a.iterations), mb,
-                simulate(a.hpcsim, a.out, "metbench", loads, a.iterations),
-                simulate(a.hpcsim, a.out, "metbench", loads, a.iterations, wait="block")))
+    mb = "MetBench (loads %s, %d iterations)" % (a.loads, a.iterations)
+    sim_poll = simulate(a.hpcsim, a.out, "metbench", loads, a.iterations)
+    print(table(mb + ", waits poll (the ranks sleep, hpcd counts them polling)",
+                rounds(a.out, "metbench", a.rounds), sim_poll))
     print()
     var = rounds(a.out, "metbenchvar", a.rounds)
-    print(table("MetBenchVar (loads %s swapped every k = %d, %d iterations)" % (
-        a.loads, a.k, 3 * a.k), var, simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k),
-        simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k, wait="block")))
+    print(table("MetBenchVar (loads %s swapped every k = %d, %d iterations), waits poll" % (
+        a.loads, a.k, 3 * a.k), var, simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k)))
+    print()
+    print(table(mb + ", waits sleep (the ranks sleep, their contexts idle)",
+                rounds(a.out, "metbench-sleep", a.rounds),
+                simulate(a.hpcsim, a.out, "metbench", loads, a.iterations, wait="block"),
+                "sleeping"))
+    print()
+    print(table(mb + ", waits spin (MPI's own polling: a throttled rank holds up the barrier)",
+                rounds(a.out, "metbench-spin", a.rounds), sim_poll))
     print()
     print(hpcd_cost(a.out))
     print(overhead(a.out, a.calls))
