@@ -74,13 +74,18 @@ def main():
     q = a.quota / 100
     speeds = {"hetero": (q, q), "interf": (1.0, 0.5), "both": (q, q * 0.5)}
     print(f"{'condition':9} {'method':10} {'time s':>8} {'spread':>7} {'gain':>7} {'% theory':>9} "
-          f"{'resid. imb.':>11} {'recover':>8} {'LB cost':>8} {'moves':>6}")
+          f"{'paired':>7} {'resid. imb.':>11} {'recover':>8} {'LB cost':>8} {'moves':>6}")
     for cond in ("hetero", "interf", "both"):
         sb, sa = speeds[cond]
         base = theory = None
+        base_by_round = {}
         for m in ("none", "refine", "refine-fp", "container", "drum"):
             runs = [parse(out / f"{cond}-{m}-{r}.txt") for r in range(1, a.rounds + 1)]
+            for k, r in enumerate(runs, 1):
+                r["round"] = k
             runs = [r for r in runs if r["time"] is not None]
+            if m == "none":
+                base_by_round = {r["round"]: r["time"] for r in runs}
             if not runs:
                 print(f"{cond:9} {m:10} no result")
                 continue
@@ -112,23 +117,32 @@ def main():
             lb = f"{100 * statistics.median(lbs):7.1f}%" if lbs and m != "none" else f"{'-':>8}"
             mv = statistics.median([r["moves"] for r in runs])
             print(f"{cond:9} {m:10} {t:8.2f} {100 * spread:6.0f}% {100 * gain:6.1f}% {pct} "
-                  f"{rs:>11} {rc:>8} {lb} {mv:6.0f}")
+                  f"{paired(runs, base_by_round)} {rs:>11} {rc:>8} {lb} {mv:6.0f}")
     montecarlo(out, a.rounds, speeds)
     print(f"(theory: node 1 at {q:.2f} / 1 then 0.50 / {q:.2f} then {q * 0.5:.2f} of node 0's speed for "
           "hetero / interf / both, the interference start measured in the no-balancing run; spread: "
-          "(max - min) / median over the rounds; LB cost: rank 0's time in hpclb_mpi_step and the "
-          "moves, of the run's time; moves: blocks moved, median)")
+          "(max - min) / median over the rounds; paired: median over the rounds of the time over the "
+          "same round's no-balancing time (run side by side, < 1 is faster); LB cost: rank 0's time "
+          "in hpclb_mpi_step and the moves, of the run's time; moves: blocks moved, median)")
+
+
+def paired(runs, base_by_round):
+    """Median over the rounds of time / the same round's baseline time."""
+    ratios = [r["time"] / base_by_round[r["round"]] for r in runs
+              if base_by_round.get(r["round"])]
+    return f"{statistics.median(ratios):7.3f}" if ratios else f"{'-':>7}"
 
 
 def montecarlo(out, rounds, speeds):
     print()
     print(f"{'condition':9} {'method':10} {'time s':>8} {'spread':>7} {'gain':>7} {'% theory':>9} "
-          f"{'samples run / asked':>20}")
+          f"{'paired':>7} {'samples run / asked':>20}")
     for cond in ("hetero", "interf", "both"):
         sb, sa = speeds[cond]
         base = theory = None
+        base_by_round = {}
         for m in ("static", "ruper"):
-            times, extra, ats = [], [], []
+            times, extra, ats, runs = [], [], [], []
             for r in range(1, rounds + 1):
                 p = out / f"mc-{cond}-{m}-{r}.txt"
                 if not p.exists():
@@ -140,6 +154,7 @@ def montecarlo(out, rounds, speeds):
                 it = re.search(r"^interference ([\d.]+)", txt, re.M)
                 if t and sm:
                     times.append(float(t.group(1)))
+                    runs.append({"round": r, "time": float(t.group(1))})
                     extra.append(int(sm.group(1)) / int(sm.group(2)))
                     if st and it:
                         ats.append(float(it.group(1)) - float(st.group(1)))
@@ -149,6 +164,7 @@ def montecarlo(out, rounds, speeds):
             spread = (max(times) - min(times)) / t if len(times) > 1 else 0
             if m == "static":
                 base = t
+                base_by_round = {x["round"]: x["time"] for x in runs}
                 at = statistics.median(ats) if ats else None
                 if cond != "hetero" and at is None:
                     theory = 0.0
@@ -157,7 +173,7 @@ def montecarlo(out, rounds, speeds):
             gain = 1 - t / base if base else 0
             pct = f"{100 * gain / theory:8.0f}%" if theory and theory > 0.01 else f"{'-':>9}"
             print(f"{cond:9} {m:10} {t:8.2f} {100 * spread:6.0f}% {100 * gain:6.1f}% {pct} "
-                  f"{statistics.median(extra):20.3f}")
+                  f"{paired(runs, base_by_round)} {statistics.median(extra):20.3f}")
 
 
 if __name__ == "__main__":
