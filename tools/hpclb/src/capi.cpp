@@ -39,6 +39,7 @@ DampingParams damping_from_c(const hpclb_damping *d)
 	p.max_moves = d->max_moves;
 	p.move_rate = d->move_rate;
 	p.horizon = d->horizon;
+	p.max_backoff = d->max_backoff;
 	validate(p);
 	return p;
 }
@@ -46,7 +47,7 @@ DampingParams damping_from_c(const hpclb_damping *d)
 void damping_to_c(const DampingParams &p, hpclb_damping *d)
 {
 	*d = {p.persistence, p.threshold, p.min_gain, p.max_move_fraction,
-	      p.max_moves,   p.move_rate, p.horizon};
+	      p.max_moves,   p.move_rate, p.horizon,  p.max_backoff};
 }
 } // namespace hpclb
 

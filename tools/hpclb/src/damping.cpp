@@ -28,6 +28,9 @@ void validate(const DampingParams &p)
 			    std::to_string(p.max_moves));
 	if (!(p.move_rate > 0) || !std::isfinite(p.move_rate))
 		throw Error("damping: move rate must be > 0 bytes/s");
+	if (p.max_backoff < 1)
+		throw Error("damping: max backoff must be >= 1, not " +
+			    std::to_string(p.max_backoff));
 	if (p.horizon < 1)
 		throw Error("damping: horizon must be >= 1 period, not " +
 			    std::to_string(p.horizon));
@@ -36,15 +39,21 @@ void validate(const DampingParams &p)
 Damper::Damper(const DampingParams &p) : p_(p)
 {
 	validate(p);
+	required_ = p.persistence;
+}
+
+size_t Damper::cap() const
+{
+	return static_cast<size_t>(p_.persistence) * static_cast<size_t>(p_.max_backoff);
 }
 
 void Damper::set_params(const DampingParams &p)
 {
 	validate(p);
 	p_ = p;
-	if (window_.size() > static_cast<size_t>(p_.persistence))
-		window_.erase(window_.begin(),
-			      window_.end() - static_cast<std::ptrdiff_t>(p_.persistence));
+	required_ = p_.persistence;
+	if (window_.size() > cap())
+		window_.erase(window_.begin(), window_.end() - static_cast<std::ptrdiff_t>(cap()));
 }
 
 void Damper::reset()
@@ -52,6 +61,8 @@ void Damper::reset()
 	window_.clear();
 	last_from_.clear();
 	restart_ = false;
+	required_ = p_.persistence;
+	judging_ = false;
 	imbalance_ = predicted_ = 1;
 	streak_ = 0;
 	heavy_ = -1;
@@ -109,28 +120,47 @@ bool Damper::observe(const std::vector<Task> &tasks, const std::vector<double> &
 		window_.clear();
 	restart_ = false;
 	window_.push_back(std::move(per));
-	if (window_.size() > static_cast<size_t>(p_.persistence))
+	if (window_.size() > cap())
 		window_.erase(window_.begin());
 	imbalance_ = predicted_ = max_over_avg(window_.back().times);
 
-	// The rank with the largest mean time over the window (ties: the lower
-	// one), and for how many of the latest periods in a row it was
-	// overloaded.
+	// The last plan, judged over the `persistence` periods after it: did
+	// the max/avg fall by at least half of what it predicted? If not, the
+	// load changes faster than the plans follow it: the next plan waits
+	// twice as long (up to max_backoff x persistence).
+	const auto base = static_cast<size_t>(p_.persistence);
+	if (judging_ && window_.size() >= base) {
+		double after = 0;
+		for (size_t k = window_.size() - base; k < window_.size(); k++)
+			after += max_over_avg(window_[k].times);
+		after /= static_cast<double>(base);
+		const bool delivered =
+			judge_before_ - after >= 0.5 * (judge_before_ - judge_predicted_);
+		required_ = delivered ? p_.persistence
+				      : std::min(2 * required_, p_.persistence * p_.max_backoff);
+		judging_ = false;
+	}
+
+	// The rank with the largest mean time over the last `required()`
+	// periods (ties: the lower one), and for how many of the latest periods
+	// in a row it was overloaded.
+	const size_t n = std::min(window_.size(), static_cast<size_t>(required_));
 	std::vector<double> sum(P, 0);
-	for (const auto &w : window_)
+	for (size_t k = window_.size() - n; k < window_.size(); k++)
 		for (size_t p = 0; p < P; p++)
-			sum[p] += w.times[p];
+			sum[p] += window_[k].times[p];
 	const size_t r =
 		static_cast<size_t>(std::max_element(sum.begin(), sum.end()) - sum.begin());
 	streak_ = 0;
-	for (auto w = window_.rbegin(); w != window_.rend(); ++w) {
+	for (auto w = window_.rbegin(); w != window_.rbegin() + static_cast<std::ptrdiff_t>(n);
+	     ++w) {
 		const double avg = mean(w->times);
 		if (!(avg > 0) || w->times[r] < (1 + p_.threshold) * avg)
 			break;
 		streak_++;
 	}
 	heavy_ = streak_ ? static_cast<int>(r) : -1;
-	go_ = streak_ >= p_.persistence;
+	go_ = streak_ >= required_;
 	return go_;
 }
 
@@ -139,14 +169,15 @@ std::vector<Task> Damper::smoothed() const
 	if (window_.empty())
 		return {};
 	std::vector<Task> out = window_.back().tasks;
-	if (window_.size() == 1)
+	const size_t n = std::min(window_.size(), static_cast<size_t>(required_));
+	if (n == 1)
 		return out;
 	std::map<int64_t, std::pair<double, int>> acc; // id -> (sum, periods) on its present rank
 	std::map<int64_t, int> where;
 	for (const auto &t : out)
 		where[t.id] = t.proc;
-	for (const auto &w : window_)
-		for (const auto &t : w.tasks)
+	for (size_t k = window_.size() - n; k < window_.size(); k++)
+		for (const auto &t : window_[k].tasks)
 			if (auto it = where.find(t.id); it != where.end() && it->second == t.proc) {
 				auto &a = acc[t.id];
 				a.first += t.cpu_time;
@@ -245,6 +276,9 @@ std::vector<Move> Damper::admit(const std::vector<Move> &plan)
 			last_from_[plan[i].id] = plan[i].from;
 		}
 	predicted_ = max_over_avg(t);
+	judging_ = true;
+	judge_before_ = max_over_avg(t0);
+	judge_predicted_ = predicted_;
 	// The next plan needs `persistence` periods measured after these moves.
 	restart_ = true;
 	streak_ = 0;

@@ -700,11 +700,14 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 				}
 			}
 			if (std::getenv("HPCLB_DEBUG") && c->mode != HPCLB_MODE_NONE)
-				std::fprintf(stderr,
-					     "hpclb: damping: max/avg %.3f, rank %d overloaded %d "
-					     "period(s) in a row, plan %zu move(s), kept %zu\n",
-					     c->damper.imbalance(), c->damper.overloaded(),
-					     c->damper.streak(), plan.size(), c->moves.size());
+				std::fprintf(
+					stderr,
+					"hpclb: damping: max/avg %.3f, rank %d overloaded %d "
+					"period(s) in a row (a plan needs %d), plan %zu move(s), "
+					"kept %zu\n",
+					c->damper.imbalance(), c->damper.overloaded(),
+					c->damper.streak(), c->damper.required(), plan.size(),
+					c->moves.size());
 			head[1] = static_cast<double>(c->moves.size());
 		} catch (const std::exception &e) {
 			head[0] = 1;

@@ -123,6 +123,7 @@ TEST(Damping, BadParametersAreRefusedAndChangeNothing)
 	bad([](DampingParams &q) { q.min_gain = 1; }, "min gain");
 	bad([](DampingParams &q) { q.move_rate = 0; }, "move rate");
 	bad([](DampingParams &q) { q.horizon = 0; }, "horizon must be >= 1");
+	bad([](DampingParams &q) { q.max_backoff = 0; }, "max backoff must be >= 1");
 
 	Damper d({.persistence = 2});
 	DampingParams q;
@@ -183,7 +184,7 @@ TEST(Damping, NoisyButBalancedMovesNothing)
 		// Without persistence the same noise makes moves (the behaviour the
 		// damping removes).
 		Model u(std::vector<double>(ranks, 1.0), 64);
-		Damper undamped({.persistence = 1});
+		Damper undamped({.persistence = 1, .max_backoff = 1});
 		Lcg rng2{42u + static_cast<uint64_t>(ranks)};
 		size_t umoves = 0;
 		slow = run = 0;
@@ -347,7 +348,7 @@ TEST(Damping, ContainerPlanOnAlternatingInputDoesNotPingPong)
 		}
 		return std::pair{moves, back};
 	};
-	Damper undamped({.persistence = 1, .threshold = 0, .min_gain = 0});
+	Damper undamped({.persistence = 1, .threshold = 0, .min_gain = 0, .max_backoff = 1});
 	auto [um, ub] = run(undamped);
 	EXPECT_GT(ub, 0u) << "undamped, units go back and forth (" << um << " moves)";
 	Damper d;
@@ -358,7 +359,7 @@ TEST(Damping, ContainerPlanOnAlternatingInputDoesNotPingPong)
 
 TEST(Damping, LastPlanIsNotUndoneUnlessTheImbalanceReversed)
 {
-	Damper d({.persistence = 1, .min_gain = 0, .max_move_fraction = 1});
+	Damper d({.persistence = 1, .min_gain = 0, .max_move_fraction = 1, .max_backoff = 1});
 	// Rank 0 overloaded: unit 1 goes to rank 1.
 	ASSERT_TRUE(d.observe({{1, 3, 0, 0}, {2, 3, 0, 0}, {3, 1, 1, 0}, {4, 1, 2, 0}}, {1, 1, 1}));
 	EXPECT_EQ(d.admit({{1, 0, 1}}), (std::vector<Move>{{1, 0, 1}}));
@@ -399,4 +400,48 @@ TEST(Damping, SmoothedLoadsAreTheWindowMeanOnTheSameRank)
 	// A fourth period: the oldest leaves the window.
 	d.observe({{1, 5, 0, 0}, {2, 6, 0, 0}}, {1, 1});
 	EXPECT_DOUBLE_EQ(d.smoothed()[0].cpu_time, 10.0 / 3);
+}
+
+TEST(Damping, PlansThatDoNotDeliverBackOff)
+{
+	// Which rank is half as fast changes every 4 periods: by the time a
+	// plan (at the third period) has moved the work, the load has changed
+	// again. The first plan does not deliver, so the next one needs 6
+	// periods in a row: no plan fits in a phase any more.
+	// Without backoff (max_backoff 1) there is a plan in almost every phase.
+	auto run = [](Damper &d, int periods, size_t *plans) {
+		Model m({1, 1}, 128);
+		size_t moves = 0;
+		for (int k = 0; k < periods; k++) {
+			const int slow = (k / 4) % 2;
+			m.speed = {slow == 0 ? 0.5 : 1.0, slow == 1 ? 0.5 : 1.0};
+			size_t n = lb_period(d, m, [](int) { return 1.0; });
+			moves += n;
+			*plans += n > 0;
+		}
+		return moves;
+	};
+	Damper d;
+	size_t plans = 0;
+	run(d, 200, &plans);
+	EXPECT_LE(plans, 2u);
+	EXPECT_EQ(d.required(), 6);
+	Damper never({.max_backoff = 1});
+	size_t plans1 = 0;
+	run(never, 200, &plans1);
+	EXPECT_GE(plans1, 40u);
+	EXPECT_EQ(never.required(), 3);
+
+	// After the backoff, a persistent 2:1 is still corrected (within the
+	// wait, 6 periods), and the plan that delivers brings the
+	// requirement back to `persistence`.
+	Model m({1, 0.5}, 128);
+	std::vector<size_t> per;
+	for (int k = 0; k < 60; k++)
+		per.push_back(lb_period(d, m, [](int) { return 1.0; }));
+	size_t first =
+		std::find_if(per.begin(), per.end(), [](size_t n) { return n > 0; }) - per.begin();
+	EXPECT_LT(first, 6u);
+	EXPECT_LT(max_avg(m.times(m.period([](int) { return 1.0; }))), 1.1);
+	EXPECT_EQ(d.required(), 3);
 }

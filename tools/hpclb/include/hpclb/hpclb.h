@@ -81,8 +81,10 @@ int hpclb_migration_plan(const hpclb_host *hosts, size_t nhost, const hpclb_cont
  * ranks' times; a unit is not sent back where the last plan took it from
  * unless the imbalance clearly reversed; kept only if the slowest rank's
  * time falls by min_gain of it and the saving over `horizon` periods
- * exceeds bytes / move_rate. Defaults: 3, 0.10, 0.05, 0.25, INT64_MAX,
- * 100e6, 10. */
+ * exceeds bytes / move_rate; a plan that did not deliver half of the
+ * improvement it predicted doubles the periods the next one needs, up to
+ * max_backoff x persistence. Defaults: 3, 0.10, 0.05, 0.25, INT64_MAX,
+ * 100e6, 10, 8. */
 typedef struct {
 	int persistence;          /* periods, >= 1 (1: a plan at every overloaded period) */
 	double threshold;         /* >= 0 */
@@ -91,6 +93,7 @@ typedef struct {
 	int64_t max_moves;        /* >= 1 */
 	double move_rate;         /* bytes/s, > 0 */
 	int horizon;              /* periods, >= 1 */
+	int max_backoff;          /* >= 1 (1: no backoff) */
 } hpclb_damping;
 void hpclb_damping_defaults(hpclb_damping *d);
 typedef struct hpclb_damper hpclb_damper;

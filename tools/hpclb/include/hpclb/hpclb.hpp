@@ -248,7 +248,9 @@ MigrationPlan migration_plan(const std::vector<Host> &hosts,
 // shortens the slowest rank's time by `min_gain` and that saving over
 // `horizon` periods exceeds the cost of the moves. On a balanced or noisy
 // system it converges to doing nothing; a persistent imbalance is corrected
-// within `persistence` periods per plan, at most a budget per plan.
+// within `persistence` periods per plan, at most a budget per plan. A plan
+// that did not deliver what it predicted (the load changes faster than the
+// plans follow it) makes the next one wait twice as long (backoff).
 struct DampingParams {
 	int persistence = 3;     // periods in a row a rank must be overloaded (>= 1)
 	double threshold = 0.10; // overloaded: its time >= (1 + threshold) x the mean (>= 0)
@@ -257,6 +259,11 @@ struct DampingParams {
 	int64_t max_moves = std::numeric_limits<int64_t>::max(); // and at most this many (>= 1)
 	double move_rate = 100e6; // bytes/s: a move costs bytes / move_rate seconds (> 0)
 	int horizon = 10; // periods the saving of a plan is counted over against its cost (>= 1)
+	// A plan that did not deliver (over the `persistence` periods after it,
+	// the max/avg fell by less than half of what it predicted) doubles the
+	// periods the next one needs, up to max_backoff x persistence (>= 1; 1:
+	// never); a plan that delivered brings it back to `persistence`.
+	int max_backoff = 8;
 };
 // Throws Error naming the bad field (e.g. a negative persistence, a zero budget).
 void validate(const DampingParams &p);
@@ -274,7 +281,8 @@ public:
 	// t * speed[p] / speed[q]). A rank's time is the sum of its units'
 	// loads. Returns whether a plan may be made now: the rank with the
 	// largest mean time over the last `persistence` periods was overloaded
-	// in each of them. Bad input throws Error and changes nothing.
+	// in each of them (`required()` periods after a plan that did not
+	// deliver). Bad input throws Error and changes nothing.
 	bool observe(const std::vector<Task> &tasks, const std::vector<double> &speeds);
 	// The last period's units (same order) with each load the mean over the
 	// periods of the window in which it ran on the same rank: what a plan
@@ -293,27 +301,34 @@ public:
 	// `persistence` new periods). A move of an unknown unit, from a rank
 	// where it is not or to an unknown rank throws Error.
 	std::vector<Move> admit(const std::vector<Move> &plan);
-	double imbalance() const { return imbalance_; } // max/avg of the last period's times
-	double predicted() const
-	{
-		return predicted_;
-	}                                         // max/avg after the last admit (or imbalance())
-	int streak() const { return streak_; }    // periods in a row `overloaded()` was
-	int overloaded() const { return heavy_; } // that rank, -1 when none
-	void reset();                             // forgets every period and the last plan
+	// The max/avg of the last period's times.
+	double imbalance() const { return imbalance_; }
+	// The predicted max/avg after the last admitted plan (else imbalance()).
+	double predicted() const { return predicted_; }
+	// For how many periods in a row overloaded() was, the rank (-1: none),
+	// and how many a plan needs now (persistence, times the backoff).
+	int streak() const { return streak_; }
+	int overloaded() const { return heavy_; }
+	int required() const { return required_; }
+	// Forgets every period, the last plan and the backoff.
+	void reset();
 
 private:
+	size_t cap() const; // periods kept: persistence x max_backoff
 	struct Period {
 		std::vector<Task> tasks;
 		std::vector<double> times, speeds;
 	};
 	DampingParams p_;
-	std::vector<Period> window_; // oldest first, at most `persistence`
+	std::vector<Period> window_; // oldest first, at most cap()
 	std::map<int64_t, int> last_from_;
 	double imbalance_ = 1, predicted_ = 1;
 	int streak_ = 0, heavy_ = -1;
-	bool go_ = false,
-	     restart_ = false; // restart_: a plan was admitted, the window starts again
+	bool go_ = false;
+	bool restart_ = false; // a plan was admitted: the window starts again
+	int required_ = 3;
+	bool judging_ = false; // the last plan is judged after `persistence` periods
+	double judge_before_ = 1, judge_predicted_ = 1;
 };
 
 // ------------------------------------------------------------ RUPER-LB ----
