@@ -96,6 +96,7 @@ struct Task {
 	// cgroup bookkeeping (hpcd.cpp)
 	std::string cg, origin;
 	uint64_t closes = 0;
+	uint64_t logged_closes = 0; // hpcd.cpp: closes already logged (-v)
 };
 
 uint32_t hpc_clamp_normal(const hpc_params &p);

@@ -121,6 +121,7 @@ private:
 	// Record what changed since the last look (itlog.hpp) and send it to
 	// the watchers.
 	void note();
+	void log_records();
 	std::string watch(uint64_t since, bool from_now, json &reply);
 	void end_watchers(const std::string &reason);
 
@@ -351,6 +352,7 @@ void Daemon::sample()
 	// A held record whose sibling's never came (its wait stayed below
 	// min_wait): apply it alone.
 	e.flush(mono_ns(), 20 * 1000000ull);
+	log_records();
 	apply();
 }
 
@@ -396,19 +398,30 @@ void Daemon::on_datagram()
 		} else if (r.kind == HPCMON_BYE) {
 			drop(r.pid, "the monitor said bye");
 		} else if (r.kind == HPCMON_ITERATION) {
-			Task *t = e.find(r.pid);
-			if (t && e.record(r, mono_ns()) && o_.verbose)
-				log(fmt::format("{} rank {} iteration {} U {} heur {} run {} wait "
-						"{} prio {}",
-						r.pid, r.rank, t->t.nr_iter, t->t.last_util,
-						t->t.heur_util, t->t.last_run / 1000,
-						t->t.last_wait / 1000, e.applied_prio(*t)));
+			e.record(r, mono_ns());
+			log_records();
 			// Records of one barrier close iterations of both siblings:
 			// look after each, so that no iteration goes unseen.
 			note();
 		}
 	}
 	apply();
+}
+
+// -v: one line per iteration the monitor's records closed, for every rank
+// (a held record is applied with its sibling's, or alone by flush()).
+void Daemon::log_records()
+{
+	if (!o_.verbose)
+		return;
+	for (auto &[pid, t] : e.tasks) {
+		if (!t.monitored || t.closes == t.logged_closes)
+			continue;
+		t.logged_closes = t.closes;
+		log(fmt::format("{} rank {} iteration {} U {} heur {} run {} wait {} prio {}", pid,
+				t.rank, t.t.nr_iter, t.t.last_util, t.t.heur_util,
+				t.t.last_run / 1000, t.t.last_wait / 1000, e.applied_prio(t)));
+	}
 }
 
 // hpcd's own CPU time so far (utime + stime of /proc/self/stat), in ms.

@@ -200,7 +200,7 @@ kill -TERM $d; wait $d 2>/dev/null
 # --- 5. the monitor's datagrams: hello adopts ranks, iterations drive the core --
 start_spin 60; a=$!
 start_spin 60; b=$!
-"$hpcd" --cpus $cpus 2>"$work/hpcd4.log" &
+"$hpcd" --cpus $cpus -v 2>"$work/hpcd4.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 send_pair $a $b 4
@@ -209,6 +209,9 @@ check "monitor: hello adopted both ranks" wait_for 3 'test "$(task_json $a sourc
 check "monitor: iterations drive the core (heavy prio $(task_json $a prio), light $(task_json $b prio))" \
 	wait_for 3 'test "$(task_json $a prio)/$(task_json $b prio)" = "6/4"'
 check "monitor: modelled quotas 7000 / 1750 of 10000" wait_for 3 'test "$(quota_of $a)" = "7000 10000" -a "$(quota_of $b)" = "1750 10000"'
+# -v logs every rank's iterations, the held side of a barrier's pair too.
+check "monitor: hpcd -v logs the 4 iterations of each rank ($(grep -c "^hpcd: $a rank 0 iteration" "$work/hpcd4.log") and $(grep -c "^hpcd: $b rank 1 iteration" "$work/hpcd4.log"))" \
+	test "$(grep -c "^hpcd: $a rank 0 iteration" "$work/hpcd4.log")/$(grep -c "^hpcd: $b rank 1 iteration" "$work/hpcd4.log")" = 4/4
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 
