@@ -64,6 +64,21 @@ void log(const std::string &s)
 	std::cerr << "hpcd: " << s << std::endl;
 }
 
+// Quota mode with fewer CPUs than SMT contexts: what is missing, and (unless
+// --strict-cpus refuses) what hpcd does about it.
+std::string too_few_cpus(size_t contexts, size_t cpus)
+{
+	return fmt::format("{} tasks need {} CPUs (one per SMT context) but {} {} available",
+			   contexts, contexts, cpus, cpus == 1 ? "is" : "are");
+}
+
+std::string emulating(unsigned per_cpu)
+{
+	return fmt::format(": emulating {} contexts per CPU, everything runs {}x slower (ratios "
+			   "as modelled)",
+			   per_cpu, per_cpu);
+}
+
 int make_unix(int type, const std::string &path, mode_t mode)
 {
 	sockaddr_un a{};
@@ -144,6 +159,7 @@ private:
 	ControlHooks hooks_;
 	bool running_ = true, had_task_ = false;
 	size_t max_tasks_ = 0;
+	unsigned said_dilation_ = 1; // contexts per CPU hpcd last said it emulates
 	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
 };
 
@@ -214,6 +230,10 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	e.place();
 	max_tasks_ = std::max(max_tasks_, e.active().size());
 	log(fmt::format("managing {} ({}) job {} rank {} in {}", pid, t.name, job, rank, t.cg));
+	if (e.s.mode == Mode::Quota && e.dilation() > said_dilation_) {
+		said_dilation_ = e.dilation();
+		log(too_few_cpus(e.active().size(), e.cpus.size()) + emulating(said_dilation_));
+	}
 	apply();
 	return "";
 }
@@ -673,17 +693,12 @@ int Daemon::run()
 		}
 	size_t need = o_.pids.size();
 	if (e.s.mode == Mode::Quota && need > e.cpus.size()) {
-		std::string m = fmt::format(
-			"{} tasks need {} CPUs (one per SMT context) but {} {} available", need,
-			need, e.cpus.size(), e.cpus.size() == 1 ? "is" : "are");
 		if (o_.strict_cpus) {
-			log(m + " (--strict-cpus)");
+			log(too_few_cpus(need, e.cpus.size()) + " (--strict-cpus)");
 			return 3;
 		}
-		log(m + fmt::format(": emulating {} contexts per CPU, everything runs {}x "
-				    "slower (ratios as modelled)",
-				    (need + e.cpus.size() - 1) / e.cpus.size(),
-				    (need + e.cpus.size() - 1) / e.cpus.size()));
+		said_dilation_ = static_cast<unsigned>((need + e.cpus.size() - 1) / e.cpus.size());
+		log(too_few_cpus(need, e.cpus.size()) + emulating(said_dilation_));
 	}
 
 	cg_.setup();

@@ -215,6 +215,18 @@ check "monitor: hpcd -v logs the 4 iterations of each rank ($(grep -c "^hpcd: $a
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 
+# --- 5b. ranks adopted from the monitor onto fewer CPUs than contexts: said ------
+start_spin 60; a=$!
+start_spin 60; b=$!
+"$hpcd" --cpus 0 2>"$work/hpcd5.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+send_pair $a $b 1
+check "fewer CPUs than adopted contexts: hpcd says it emulates ($(grep -m1 emulating "$work/hpcd5.log"))" \
+	wait_for 3 "grep -q '2 tasks need 2 CPUs (one per SMT context) but 1 is available: emulating 2 contexts per CPU' '$work/hpcd5.log'"
+kill -TERM $d; wait $d 2>/dev/null
+{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+
 # --- 6. hpcctl run: starts hpcd, exits with the command's status ---------------------
 "$hpcctl" run --hpcd "$hpcd" -- sh -c 'exit 7'; rc=$?
 check "hpcctl run -- sh -c 'exit 7': exit 7" test $rc -eq 7
