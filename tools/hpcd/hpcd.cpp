@@ -159,7 +159,7 @@ private:
 	ControlHooks hooks_;
 	bool running_ = true, had_task_ = false;
 	size_t max_tasks_ = 0;
-	unsigned said_dilation_ = 1; // contexts per CPU hpcd last said it emulates
+	size_t said_contexts_ = 0; // the most SMT contexts hpcd said it emulates
 	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
 };
 
@@ -230,10 +230,6 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	e.place();
 	max_tasks_ = std::max(max_tasks_, e.active().size());
 	log(fmt::format("managing {} ({}) job {} rank {} in {}", pid, t.name, job, rank, t.cg));
-	if (e.s.mode == Mode::Quota && e.dilation() > said_dilation_) {
-		said_dilation_ = e.dilation();
-		log(too_few_cpus(e.active().size(), e.cpus.size()) + emulating(said_dilation_));
-	}
 	apply();
 	return "";
 }
@@ -300,6 +296,13 @@ void Daemon::weigh_group()
 // Bring cgroups and affinities in line with the engine's plan.
 void Daemon::apply()
 {
+	// More contexts than CPUs (from --pid, hpcctl run or the monitor's
+	// hellos): say so once for every new high.
+	if (size_t n = e.active().size();
+	    e.s.mode == Mode::Quota && n > e.cpus.size() && n > said_contexts_) {
+		said_contexts_ = n;
+		log(too_few_cpus(n, e.cpus.size()) + emulating(e.dilation()));
+	}
 	note();
 	weigh_group();
 	e.plan();
@@ -692,13 +695,9 @@ int Daemon::run()
 			return 2;
 		}
 	size_t need = o_.pids.size();
-	if (e.s.mode == Mode::Quota && need > e.cpus.size()) {
-		if (o_.strict_cpus) {
-			log(too_few_cpus(need, e.cpus.size()) + " (--strict-cpus)");
-			return 3;
-		}
-		said_dilation_ = static_cast<unsigned>((need + e.cpus.size() - 1) / e.cpus.size());
-		log(too_few_cpus(need, e.cpus.size()) + emulating(said_dilation_));
+	if (e.s.mode == Mode::Quota && need > e.cpus.size() && o_.strict_cpus) {
+		log(too_few_cpus(need, e.cpus.size()) + " (--strict-cpus)");
+		return 3;
 	}
 
 	cg_.setup();

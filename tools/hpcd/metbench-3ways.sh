@@ -199,7 +199,7 @@ for way in $ways; do
 	n=1
 	: >"$work/$way.prio"
 	for p in $prios; do echo "P$n $p" >>"$work/$way.prio"; n=$((n + 1)); done
-	grep -h "emulating" "$work/$way.log" | sed 's/^/  hpcd: /' | head -n 1 || true
+	grep -h "emulating" "$work/$way.log" | tail -n 1 | sed 's/^/  /'
 	case $way in baseline | none) ;; *)
 		[ -n "${prios//[ -]/}" ] || echo "  (no iteration reached hpcd: see $work/$way.log)" ;;
 	esac
