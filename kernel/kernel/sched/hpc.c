@@ -27,6 +27,7 @@
 
 static_assert(sizeof(struct hpc_task) <=
 	      sizeof_field(struct sched_hpc_entity, state));
+static_assert(SCHED_HPC_PRIO_NORMAL == HPC_PRIO_NORMAL);
 
 enum hpc_queue_mode {
 	HPC_QUEUE_RR = 0,
@@ -213,6 +214,45 @@ static u64 hpc_clock(void)
 	return ktime_get_mono_fast_ns();
 }
 
+/*
+ * sched_priority of a SCHED_HPC task: 0, the policy core decides its
+ * priority; else a fixed priority, one the backend can apply.
+ */
+bool hpc_prio_valid(unsigned int prio)
+{
+	return !prio || (prio >= hpc_backend->range.min &&
+			 prio <= hpc_backend->range.max);
+}
+
+unsigned int hpc_prio_max(void)
+{
+	return hpc_backend->range.max;
+}
+
+/*
+ * The priority @p runs its next compute phase with: its fixed priority if
+ * it has one, else what the policy core decided, within the knobs. A fixed
+ * priority is not the core's business: the core still accounts the task's
+ * iterations, but what it decides is not used.
+ */
+static u32 hpc_task_prio(struct task_struct *p, const struct hpc_conf *c)
+{
+	struct hpc_task *it = hpc_it(p);
+
+	if (p->rt_priority) {
+		it->prio = p->rt_priority;
+		return it->prio;
+	}
+	return hpc_task_clamp_prio(it, &c->p);
+}
+
+/* The core has decided: a task with a fixed priority keeps it. */
+static void hpc_keep_fixed(struct task_struct *p)
+{
+	if (p->rt_priority)
+		hpc_it(p)->prio = p->rt_priority;
+}
+
 /* Fresh iteration state, e.g. when a task enters the class or forks. */
 static void hpc_entity_init(struct task_struct *p, u64 now)
 {
@@ -223,7 +263,7 @@ static void hpc_entity_init(struct task_struct *p, u64 now)
 	hse->time_slice = hpc_timeslice_ns(c);
 	hse->throttled_ns = 0;
 	hse->throttled = 0;
-	hse->applied_prio = hpc_it(p)->prio;
+	hse->applied_prio = hpc_task_prio(p, c);
 	hse->active = 1;
 }
 
@@ -259,10 +299,12 @@ static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
 		return;
 
 	peer = hpc_sibling_class(cpu_of(rq), now, it->seg_start, &c->p);
-	if (hpc_task_wakeup(it, now, &c->p, peer))
+	if (hpc_task_wakeup(it, now, &c->p, peer)) {
+		hpc_keep_fixed(p);
 		trace_sched_hpc_iteration(p, it->last_run, it->last_wait,
 					  it->last_util, it->heur_util,
 					  it->prev_prio, it->prio);
+	}
 }
 
 /*
@@ -279,9 +321,10 @@ static void hpc_account_sibling(struct rq *rq, struct task_struct *p, u64 now)
 	if (!hpc_sibling_snap(cpu_of(rq), &peer))
 		return;
 	if (hpc_task_sibling_judge(it, now, &c->p, &peer)) {
+		hpc_keep_fixed(p);
 		trace_sched_hpc_judge(p, it->heur_util, it->prev_prio,
 				      it->prio);
-		p->hpc.applied_prio = hpc_task_clamp_prio(it, &c->p);
+		p->hpc.applied_prio = hpc_task_prio(p, c);
 		hpc_backend->apply(rq, p, p->hpc.applied_prio);
 	}
 }
@@ -312,8 +355,7 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	hpc_snap_store(cpu_of(rq), p, false);
 	/* A woken task starts a compute phase with its new priority. */
-	hpc_backend->apply(rq, p, hpc_task_clamp_prio(hpc_it(p),
-						      &hpc_conf()->p));
+	hpc_backend->apply(rq, p, hpc_task_prio(p, hpc_conf()));
 }
 
 static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
@@ -392,7 +434,7 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 		hse->time_slice = hpc_timeslice_ns(c);
 
 	/* A new priority takes effect when the task (re)starts computing. */
-	hse->applied_prio = hpc_task_clamp_prio(hpc_it(p), &c->p);
+	hse->applied_prio = hpc_task_prio(p, c);
 	hpc_snap_store(cpu_of(rq), p, true);
 	hpc_backend->apply(rq, p, hse->applied_prio);
 }
@@ -774,6 +816,7 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 	struct hpc_task t = {};
 	struct rq_flags rf;
 	u64 throttled = 0;
+	u32 fixed = 0;
 	struct rq *rq;
 	bool hpc;
 
@@ -781,6 +824,7 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 	hpc = task_has_hpc_policy(p) && p->hpc.active;
 	if (hpc) {
 		t = *hpc_it(p);
+		fixed = p->rt_priority;
 		throttled = p->hpc.throttled_ns;
 		if (p->hpc.throttled) {
 			update_rq_clock(rq);
@@ -803,6 +847,7 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 	seq_printf(m, "heur_util: %u\n", t.heur_util);
 	seq_printf(m, "prio: %u\n", t.prio);
 	seq_printf(m, "throttled_ns: %llu\n", throttled);
+	seq_printf(m, "fixed_prio: %u\n", fixed);
 	return 0;
 }
 

@@ -109,9 +109,10 @@ int main(void)
 
 	/* policy and priorities */
 	tap_ok(sched_get_priority_min(SCHED_HPC) == 0 &&
-	       sched_get_priority_max(SCHED_HPC) == 0, "priority range 0..0");
-	r = set_policy(0, SCHED_HPC, 1);
-	tap_ok(r == -EINVAL, "sched_priority 1 -> EINVAL (got %d)", r);
+	       sched_get_priority_max(SCHED_HPC) == 6,
+	       "priority range 0..6 (0: dynamic, 1..6: fixed)");
+	r = set_policy(0, SCHED_HPC, 7);
+	tap_ok(r == -EINVAL, "sched_priority 7 -> EINVAL (got %d)", r);
 	r = set_hpc(0);
 	tap_ok(r == 0 && policy_of(0) == SCHED_HPC, "enter SCHED_HPC");
 	tap_ok(hpc_stat_read(0, &hs) == 0 && hs.hpc == 1 && hs.v[HS_PRIO] == 4,

@@ -3,10 +3,11 @@
  * 20-syscall: the SCHED_HPC system-call ABI.
  *
  * sched_setscheduler / sched_getscheduler / sched_setattr / sched_getattr
- * with SCHED_HPC (8), sched_get_priority_min/max, EINVAL for a non-zero
- * priority and bad attributes, EPERM for an unprivileged user without
+ * with SCHED_HPC (8), sched_get_priority_min/max (0 .. the backend's highest
+ * priority), EINVAL for a priority outside it and bad attributes, EPERM for an unprivileged user without
  * RLIMIT_RTPRIO and success with it, SCHED_RESET_ON_FORK, inheritance over
  * fork with fresh iteration state, leaving the class, exit of HPC tasks.
+ * Fixed priorities (sched_priority 1..N) are 24-fixed-prio's.
  */
 #include "hpctest.h"
 
@@ -147,16 +148,29 @@ static void child_threads_exit(void)
 	exit(0);
 }
 
+/* The highest priority of the backend: "MIN MAX" of prio_range. */
+static int prio_max(void)
+{
+	char buf[32];
+	int lo, hi;
+
+	if (knob_read("prio_range", buf, sizeof(buf)) <= 0 ||
+	    sscanf(buf, "%d %d", &lo, &hi) != 2)
+		return -1;
+	return hi;
+}
+
 static void test_prio_range(void)
 {
-	int r;
+	int r, max = prio_max();
 
 	errno = 0;
 	r = sched_get_priority_min(SCHED_HPC);
 	tap_check(r == 0, strerror(errno), "sched_get_priority_min(SCHED_HPC) == 0 (got %d)", r);
 	errno = 0;
 	r = sched_get_priority_max(SCHED_HPC);
-	tap_check(r == 0, strerror(errno), "sched_get_priority_max(SCHED_HPC) == 0 (got %d)", r);
+	tap_check(r == max && max > 0, strerror(errno),
+		  "sched_get_priority_max(SCHED_HPC) == prio_range's max %d (got %d)", max, r);
 	errno = 0;
 	r = sched_get_priority_max(9);
 	tap_ok(r == -1 && errno == EINVAL,
@@ -166,10 +180,11 @@ static void test_prio_range(void)
 static void test_einval(void)
 {
 	struct hpc_sched_attr a;
-	int r;
+	int r, max = prio_max();
 
-	r = set_policy(0, SCHED_HPC, 1);
-	tap_check(r == -EINVAL, strerror(-r), "sched_setscheduler(SCHED_HPC, prio 1): EINVAL");
+	r = set_policy(0, SCHED_HPC, max + 1);
+	tap_check(r == -EINVAL, strerror(-r), "sched_setscheduler(SCHED_HPC, prio %d): EINVAL",
+		  max + 1);
 	r = set_policy(0, SCHED_HPC, 99);
 	tap_check(r == -EINVAL, strerror(-r), "sched_setscheduler(SCHED_HPC, prio 99): EINVAL");
 	r = set_policy(0, SCHED_HPC, -1);
@@ -178,9 +193,10 @@ static void test_einval(void)
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.sched_policy = SCHED_HPC;
-	a.sched_priority = 1;
+	a.sched_priority = max + 1;
 	r = sys_sched_setattr(0, &a, 0) ? errno : 0;
-	tap_check(r == EINVAL, strerror(r), "sched_setattr(SCHED_HPC, sched_priority 1): EINVAL");
+	tap_check(r == EINVAL, strerror(r), "sched_setattr(SCHED_HPC, sched_priority %d): EINVAL",
+		  max + 1);
 
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);

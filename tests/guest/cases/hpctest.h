@@ -425,12 +425,13 @@ enum {
 	HS_HEUR_UTIL,
 	HS_PRIO,
 	HS_THROTTLED_NS,
+	HS_FIXED_PRIO,
 	HS_NR,
 };
 
 static const char *const hs_names[HS_NR] = {
 	"iterations", "judgements", "last_run_ns", "last_wait_ns", "last_util",
-	"global_util", "heur_util", "prio", "throttled_ns",
+	"global_util", "heur_util", "prio", "throttled_ns", "fixed_prio",
 };
 
 struct hpc_stat {
