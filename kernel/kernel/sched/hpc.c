@@ -845,7 +845,8 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 	seq_printf(m, "last_util: %u\n", t.last_util);
 	seq_printf(m, "global_util: %u\n", t.global_util);
 	seq_printf(m, "heur_util: %u\n", t.heur_util);
-	seq_printf(m, "prio: %u\n", t.prio);
+	/* A fixed priority is the next one even before the task wakes up. */
+	seq_printf(m, "prio: %u\n", fixed ? fixed : t.prio);
 	seq_printf(m, "throttled_ns: %llu\n", throttled);
 	seq_printf(m, "fixed_prio: %u\n", fixed);
 	return 0;
