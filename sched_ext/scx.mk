@@ -150,14 +150,14 @@ scx-bench: kernel scx
 
 scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \
-		--cases '5*-scx-*' $(if $(APPEND),--append '$(APPEND)')
+		--cases '[56]*-scx-*' $(if $(APPEND),--append '$(APPEND)')
 
 check-scx-host: kernel scx
 	@tests/run-suite scx-host -- $(SCX_DIR)/tests/host-check $(SCX_OUT)
 
 check-scx-guest: kernel scx-guest-initrd
 	@tests/run-suite scx-guest -- tests/guest/run-qemu --name scx-smp2 --smp 2 \
-		--initrd $(SCX_OUT)/initrd.gz --cases '5*-scx-*'
+		--initrd $(SCX_OUT)/initrd.gz --cases '[56]*-scx-*'
 
 # Placement over emulated cores needs two of them: 4 CPUs, the balance case.
 check-scx-guest-smp4: kernel scx-guest-initrd

@@ -13,6 +13,10 @@
  *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep()
  *   ops.tick       running task     -> hpc_task_tick() and
  *                                      hpc_task_sibling_judge(sibling snapshot)
+ * A task the loader fixed a priority for (the fixed_prios map, scx_hpc
+ * --prio PID=P) is accounted the same way, but keeps P whatever the core
+ * decides (task_prio()): a fixed priority is not policy, the core knows
+ * nothing of it.
  * Each CPU publishes a snapshot of the HPC task that last ran or woke there
  * (struct snap, copied under a bpf_spin_lock: the writers of one slot are
  * the events of tasks on that CPU, which can run on another CPU for a remote
@@ -163,6 +167,16 @@ struct {
 	__type(value, struct period_timer);
 } timers SEC(".maps");
 
+/* Fixed priorities (scx_hpc --prio PID=P): pid -> P in the emulation's
+ * range, checked by the loader. Absent: the core decides. A task's entry
+ * goes when it leaves scx_hpc; a child forked by a fixed task gets one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SCX_HPC_MAX_TASKS);
+	__type(key, u32);	/* pid (thread id) */
+	__type(value, u32);	/* fixed priority */
+} fixed_prios SEC(".maps");
+
 /* Following cgroups and process trees: see scx_hpc.h. Written by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -207,6 +221,25 @@ static struct scx_hpc_cpu *get_cpu(s32 cpu)
 static struct task_ctx *get_task(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctxs, p, 0, 0);
+}
+
+/* The fixed priority of @pid, 0 if the policy core decides. */
+static u32 fixed_prio(u32 pid)
+{
+	u32 *f = bpf_map_lookup_elem(&fixed_prios, &pid);
+
+	return f ? *f : 0;
+}
+
+/* The priority @p computes with: a fixed one is kept whatever the core
+ * decided (the core still accounts every iteration). */
+static u32 task_prio(struct task_struct *p, struct task_ctx *tc)
+{
+	u32 f = fixed_prio(p->pid);
+
+	if (f)
+		tc->t.prio = f;
+	return tc->t.prio;
 }
 
 static u64 period_ns(const struct scx_hpc_params *P)
@@ -285,6 +318,7 @@ static void publish_info(struct task_struct *p, struct task_ctx *tc, s32 cpu,
 	bpf_probe_read_kernel_str(ti.comm, sizeof(ti.comm), p->comm);
 	ti.prio = tc->t.prio;
 	ti.prev_prio = tc->t.prev_prio;
+	ti.fixed_prio = fixed_prio(pid);
 	ti.last_util = tc->t.last_util;
 	ti.global_util = tc->t.global_util;
 	ti.heur_util = tc->t.heur_util;
@@ -516,6 +550,7 @@ void BPF_STRUCT_OPS(hpc_runnable, struct task_struct *p, u64 enq_flags)
 			peer_class = hpc_peer_class(&peer, now, tc->t.seg_start,
 						    &P->core);
 		if (hpc_task_wakeup(&tc->t, now, &P->core, peer_class)) {
+			task_prio(p, tc);
 			if (c)
 				__sync_fetch_and_add(&c->nr_iter, 1);
 			publish_info(p, tc, cpu, 0);
@@ -555,7 +590,7 @@ void BPF_STRUCT_OPS(hpc_running, struct task_struct *p)
 	refill(c, now, per);
 	c->running = 1;
 	c->run_start = now;
-	c->cur_prio = tc->t.prio;
+	c->cur_prio = task_prio(p, tc);
 	c->cur_pid = p->pid;
 	c->nr_running++;
 	if (tc->throttled_at) {
@@ -626,10 +661,11 @@ void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
 	hpc_task_tick(&tc->t, now);
 	if (snap_read(cpu, p->pid, &peer) &&
 	    hpc_task_sibling_judge(&tc->t, now, &P->core, &peer)) {
+		task_prio(p, tc);
 		c->nr_sib_judged++;
 		publish_info(p, tc, cpu, 0);
 	}
-	c->cur_prio = tc->t.prio;
+	c->cur_prio = task_prio(p, tc);
 	snap_publish(cpu, p, tc);
 
 	if (c->consumed_ns >= cpu_budget(cpu, c, per))
@@ -649,9 +685,22 @@ void BPF_STRUCT_OPS(hpc_set_cpumask, struct task_struct *p,
 s32 BPF_STRUCT_OPS(hpc_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
+	struct task_struct *parent;
+	u32 pid, f;
+
 	if (!bpf_task_storage_get(&task_ctxs, p, 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE))
 		return -ENOMEM;
+	/* Forked by a fixed task (in its context): the child inherits its
+	 * fixed priority, unless the parent asked for SCHED_RESET_ON_FORK. */
+	if (!args->fork)
+		return 0;
+	parent = bpf_get_current_task_btf();
+	f = fixed_prio(parent->pid);
+	if (f && !BPF_CORE_READ_BITFIELD_PROBED(parent, sched_reset_on_fork)) {
+		pid = p->pid;
+		bpf_map_update_elem(&fixed_prios, &pid, &f, BPF_ANY);
+	}
 	return 0;
 }
 
@@ -663,6 +712,7 @@ void BPF_STRUCT_OPS(hpc_enable, struct task_struct *p)
 	if (!P || !tc)
 		return;
 	hpc_task_init(&tc->t, bpf_ktime_get_ns(), &P->core);
+	task_prio(p, tc);
 	tc->throttled_at = 0;
 	tc->throttled_ns = 0;
 	tc->run_ns = 0;
@@ -674,10 +724,13 @@ void BPF_STRUCT_OPS(hpc_disable, struct task_struct *p)
 {
 	struct task_ctx *tc = get_task(p);
 	s32 cpu = scx_bpf_task_cpu(p);
+	u32 pid = p->pid;
 
 	if (tc)
 		publish_info(p, tc, cpu, 1);
-	snap_clear(cpu, p->pid);
+	snap_clear(cpu, pid);
+	/* a fixed priority belongs to the task while it is under scx_hpc */
+	bpf_map_delete_elem(&fixed_prios, &pid);
 }
 
 void BPF_STRUCT_OPS(hpc_cpu_online, s32 cpu)

@@ -6,12 +6,14 @@
 //   scx_hpc --stats-once [--json]            statistics of the running instance
 //   scx_hpc --dump-tasks [--json]            per-task state of the running instance
 //   scx_hpc --set KEY=VALUE ...              change knobs of the running instance
+//   scx_hpc --prio PID=P ...                 fix a task's priority (0: dynamic again)
 //   scx_hpc --prog-info [--json]             instruction counts of the loaded programs
 //
 // Knobs have the names and ranges of /sys/kernel/sched_hpc (see
 // Documentation/scheduler/sched-hpc-abi.txt); the policy core's are checked
 // with hpc_params_check() through tools/common/params_text. Invalid values:
-// exit status 2 and nothing is loaded or changed.
+// exit status 2 and nothing is loaded or changed. A fixed priority must be
+// in the emulation's range (0: dynamic) and the task SCHED_EXT (exit 1).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -52,6 +54,7 @@ namespace
 
 constexpr const char *SCX_SYSFS = "/sys/kernel/sched_ext";
 constexpr int EXIT_USAGE = 2;
+constexpr int kSchedExt = 7; // SCHED_EXT (include/uapi/linux/sched.h, 6.12+)
 const hpc_prio_range prio_range = {HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
 
 volatile sig_atomic_t exiting;
@@ -118,10 +121,10 @@ void default_params(scx_hpc_params &sp)
 // ------------------------------------------------------------ maps of a running instance
 
 struct Maps {
-	int params = -1, cpus = -1, tasks = -1;
+	int params = -1, cpus = -1, tasks = -1, fixed = -1;
 	~Maps()
 	{
-		for (int fd : {params, cpus, tasks})
+		for (int fd : {params, cpus, tasks, fixed})
 			if (fd >= 0)
 				close(fd);
 	}
@@ -140,6 +143,7 @@ bool find_maps(Maps &m)
 		{"params_map", sizeof(scx_hpc_params), &m.params, 0},
 		{"cpu_ctx", sizeof(scx_hpc_cpu), &m.cpus, 0},
 		{"task_info", sizeof(scx_hpc_task_info), &m.tasks, 0},
+		{"fixed_prios", sizeof(uint32_t), &m.fixed, 0},
 	};
 	uint32_t id = 0;
 	while (!bpf_map_get_next_id(id, &id)) {
@@ -164,7 +168,80 @@ bool find_maps(Maps &m)
 		if (!kept)
 			close(fd);
 	}
-	return m.params >= 0 && m.cpus >= 0 && m.tasks >= 0;
+	return m.params >= 0 && m.cpus >= 0 && m.tasks >= 0 && m.fixed >= 0;
+}
+
+// ------------------------------------------------------------ fixed priorities
+
+struct FixedPrio {
+	uint32_t pid, prio;
+};
+
+// Parse and check --prio PID=P (all before any is applied). Returns an exit
+// status: 0, EXIT_USAGE (malformed, P outside the range) or 1 (no such task,
+// or not a SCHED_EXT task).
+int parse_prios(const std::vector<std::string> &args, std::vector<FixedPrio> &out)
+{
+	for (auto &a : args) {
+		auto eq = a.find('=');
+		auto num = [](const std::string &t, unsigned long &v) {
+			if (t.empty() || t.size() > 9 ||
+			    t.find_first_not_of("0123456789") != std::string::npos)
+				return false;
+			v = std::stoul(t);
+			return true;
+		};
+		unsigned long pid = 0, prio = 0;
+		if (eq == std::string::npos || !num(a.substr(0, eq), pid) || !pid ||
+		    !num(a.substr(eq + 1), prio)) {
+			std::fprintf(stderr, "scx_hpc: --prio %s: expected PID=PRIO (integers)\n",
+				     a.c_str());
+			return EXIT_USAGE;
+		}
+		if (prio && (prio < prio_range.min || prio > prio_range.max)) {
+			std::fprintf(
+				stderr,
+				"scx_hpc: invalid value: prio %lu is outside %u..%u (0: dynamic)\n",
+				prio, prio_range.min, prio_range.max);
+			return EXIT_USAGE;
+		}
+		int pol = sched_getscheduler(static_cast<pid_t>(pid));
+		if (pol < 0) {
+			std::fprintf(stderr, "scx_hpc: --prio: no task %lu\n", pid);
+			return 1;
+		}
+		if ((pol & ~SCHED_RESET_ON_FORK) != kSchedExt) {
+			std::fprintf(stderr,
+				     "scx_hpc: --prio: task %lu is not SCHED_EXT (policy %d): "
+				     "scx_hpc does not schedule it\n",
+				     pid, pol & ~SCHED_RESET_ON_FORK);
+			return 1;
+		}
+		out.push_back({static_cast<uint32_t>(pid), static_cast<uint32_t>(prio)});
+	}
+	return 0;
+}
+
+// Write the checked fixed priorities; the task's shown state follows at once.
+int apply_prios(const Maps &m, const std::vector<FixedPrio> &prios)
+{
+	for (auto &f : prios) {
+		int r = f.prio ? bpf_map_update_elem(m.fixed, &f.pid, &f.prio, BPF_ANY)
+			       : bpf_map_delete_elem(m.fixed, &f.pid);
+		if (r && !(errno == ENOENT && !f.prio)) {
+			std::fprintf(stderr, "scx_hpc: --prio %u=%u: %s\n", f.pid, f.prio,
+				     std::strerror(errno));
+			return 1;
+		}
+		scx_hpc_task_info ti{};
+		if (!bpf_map_lookup_elem(m.tasks, &f.pid, &ti)) {
+			ti.fixed_prio = f.prio;
+			if (f.prio)
+				ti.prio = f.prio;
+			bpf_map_update_elem(m.tasks, &f.pid, &ti, BPF_EXIST);
+		}
+	}
+	return 0;
 }
 
 // ------------------------------------------------------------ statistics
@@ -315,24 +392,25 @@ void print_tasks(const std::vector<scx_hpc_task_info> &tasks, bool json)
 				    "\"last_util\":%u,"
 				    "\"global_util\":%u,\"heur_util\":%u,\"last_run_ns\":%llu,"
 				    "\"last_wait_ns\":%llu,\"throttled_ns\":%llu,\"run_ns\":%llu,"
-				    "\"exited\":%u}",
+				    "\"fixed_prio\":%u,\"exited\":%u}",
 				    i ? ",\n " : "", t.pid, t.tgid, json_str(t.comm, 16).c_str(),
 				    t.cpu, t.prio, t.prev_prio, (unsigned long long)t.nr_iter,
 				    (unsigned long long)t.nr_judged, t.last_util, t.global_util,
 				    t.heur_util, (unsigned long long)t.last_run_ns,
 				    (unsigned long long)t.last_wait_ns,
 				    (unsigned long long)t.throttled_ns,
-				    (unsigned long long)t.run_ns, t.exited);
+				    (unsigned long long)t.run_ns, t.fixed_prio, t.exited);
 		}
 		std::printf("]\n");
 	} else {
-		std::printf("%7s %7s %-16s %3s %4s %5s %6s %6s %7s %7s %7s %11s %9s %s\n", "pid",
-			    "tgid", "comm", "cpu", "prio", "prev", "iter", "judged", "U_last",
-			    "U_glob", "U_heur", "throttledms", "run_ms", "state");
+		std::printf("%7s %7s %-16s %3s %4s %5s %5s %6s %6s %7s %7s %7s %11s %9s %s\n",
+			    "pid", "tgid", "comm", "cpu", "prio", "prev", "fixed", "iter", "judged",
+			    "U_last", "U_glob", "U_heur", "throttledms", "run_ms", "state");
 		for (auto &t : tasks)
-			std::printf("%7u %7u %-16.16s %3u %4u %5u %6llu %6llu %6.2f%% %6.2f%% "
+			std::printf("%7u %7u %-16.16s %3u %4u %5u %5s %6llu %6llu %6.2f%% %6.2f%% "
 				    "%6.2f%% %11.1f %9.1f %s\n",
 				    t.pid, t.tgid, t.comm, t.cpu, t.prio, t.prev_prio,
+				    t.fixed_prio ? std::to_string(t.fixed_prio).c_str() : "-",
 				    (unsigned long long)t.nr_iter, (unsigned long long)t.nr_judged,
 				    t.last_util / 100.0, t.global_util / 100.0, t.heur_util / 100.0,
 				    t.throttled_ns / 1e6, t.run_ns / 1e6,
@@ -394,8 +472,6 @@ int prog_info(bool json, const std::string &prefix)
 }
 
 // ------------------------------------------------------------ following
-
-constexpr int kSchedExt = 7;
 
 struct Taken {
 	int switched = 0, failed = 0;
@@ -736,6 +812,11 @@ int main(int argc, char **argv)
 		       "--prog-info: the struct_ops programs named so (default hpc_)");
 	app.add_option("--set", sets, "KEY=VALUE (sysfs names): change the running instance")
 		->type_name("KEY=VALUE");
+	std::vector<std::string> prios;
+	app.add_option("--prio", prios,
+		       "PID=P: fix a task's priority in the running instance (P in 1..6; 0: "
+		       "dynamic again); the task must be SCHED_EXT")
+		->type_name("PID=P");
 	app.add_option("--duration", duration, "unload after this many seconds (0: never)")
 		->check(CLI::NonNegativeNumber);
 	std::vector<long> take_pids;
@@ -790,7 +871,10 @@ int main(int argc, char **argv)
 	if (pinfo)
 		return prog_info(json, prog_prefix);
 
-	if (stats_once || dump || !sets.empty()) {
+	if (stats_once || dump || !sets.empty() || !prios.empty()) {
+		std::vector<FixedPrio> fixed;
+		if (int rc = parse_prios(prios, fixed))
+			return rc;
 		Maps m;
 		if (!find_maps(m)) {
 			std::fprintf(stderr, "scx_hpc: scx_hpc is not loaded%s\n",
@@ -825,6 +909,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
+		if (apply_prios(m, fixed))
+			return 1;
 		if (stats_once)
 			print_stats(read_stats(m.params, m.cpus, m.tasks,
 					       std::max(1, libbpf_num_possible_cpus())),

@@ -67,7 +67,7 @@ struct scx_hpc_task_info {
 	u32 heur_util;
 	u32 cpu;		/* CPU of the last update */
 	u32 exited;		/* the task left sched_ext (exit or policy change) */
-	u32 pad;
+	u32 fixed_prio;		/* scx_hpc --prio: fixed priority, 0: dynamic */
 	u64 nr_iter;
 	u64 nr_judged;		/* judged by its sibling's closes (never waits) */
 	u64 last_run_ns;
