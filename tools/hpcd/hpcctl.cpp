@@ -168,6 +168,40 @@ int kernel_get(const Opts &o)
 	return kOk;
 }
 
+// The kernel class: sched_priority of a SCHED_HPC task is its fixed
+// priority (0: dynamic). The value is checked against prio_range first
+// (exit 2), the task must be SCHED_HPC (exit 1); its reset-on-fork flag is
+// kept. The kernel checks again (EINVAL: exit 2, EPERM: exit 1).
+void kernel_prio(const Opts &o)
+{
+	hpc_prio_range range{0, 0};
+	if (sscanf(sysfs_read(o, "prio_range").c_str(), "%u %u", &range.min, &range.max) != 2)
+		fail(kFail, "unreadable prio_range in " + o.sysfs);
+	if (o.prio != 0 &&
+	    (o.prio < static_cast<int>(range.min) || o.prio > static_cast<int>(range.max)))
+		fail(kBadSetting, fmt::format("prio: {} is outside {}..{} (0: dynamic)", o.prio,
+					      range.min, range.max));
+	int pol = ::sched_getscheduler(o.pid);
+	if (pol < 0)
+		fail(kFail, fmt::format("prio: no task {} ({})", o.pid, std::strerror(errno)));
+	if ((pol & ~SCHED_RESET_ON_FORK) != kSchedHpc)
+		fail(kFail, fmt::format("prio: task {} is not SCHED_HPC (policy {}; hpcctl run "
+					"puts a command under it)",
+					o.pid, pol & ~SCHED_RESET_ON_FORK));
+	sched_param sp{};
+	sp.sched_priority = o.prio;
+	if (::sched_setscheduler(o.pid, pol, &sp) < 0) {
+		const int e = errno;
+		if (e == EPERM)
+			fail(kFail, fmt::format("prio: {} for task {}: not permitted (a fixed "
+						"priority above 4 needs CAP_SYS_NICE or "
+						"RLIMIT_RTPRIO >= it)",
+						o.prio, o.pid));
+		fail(e == EINVAL ? kBadSetting : kFail,
+		     fmt::format("prio: {} for task {}: {}", o.prio, o.pid, std::strerror(e)));
+	}
+}
+
 void kernel_set(const Opts &o, const std::vector<std::string> &kv)
 {
 	// Validate the whole set against the present values with the core's
@@ -736,6 +770,20 @@ json scx_json(const Opts &o, const std::vector<std::string> &args)
 	} catch (const json::exception &e) {
 		fail(kFail, std::string("scx_hpc printed no JSON: ") + e.what());
 	}
+}
+
+// Fix a task's priority in the running instance (scx_hpc --prio checks the
+// value, status 2, and that the task is SCHED_EXT, status 1).
+void scx_prio(const Opts &o)
+{
+	if (o.prio != 0 && (o.prio < HPC_SMT_EMUL_PRIO_MIN || o.prio > HPC_SMT_EMUL_PRIO_MAX))
+		fail(kBadSetting, fmt::format("prio: {} is outside {}..{} (0: dynamic)", o.prio,
+					      HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX));
+	scx_need_loaded();
+	ScxOut r = scx_call(o, {"--prio", fmt::format("{}={}", o.pid, o.prio)});
+	if (r.status != 0)
+		fail(r.status == kBadSetting ? kBadSetting : kFail,
+		     "prio: " + r.err.substr(r.err.find("scx_hpc: ") == 0 ? 9 : 0));
 }
 
 // Change the running instance's knobs (scx_hpc checks them: status 2).
@@ -1703,7 +1751,8 @@ int dispatch(int argc, char **argv)
 		->check(CLI::Range(0.05, 3600.0));
 	top_c->add_option("--count", o.count, "stop after N tables")->check(CLI::PositiveNumber);
 	auto *prio_c =
-		app.add_subcommand("prio", "hpcd: fix a managed task's priority (0: dynamic)");
+		app.add_subcommand("prio", "fix a task's priority (0: dynamic): hpcd, the kernel "
+					   "class (sched_priority) or scx_hpc");
 	prio_c->add_option("PID", o.pid, "managed task")->required()->check(CLI::PositiveNumber);
 	prio_c->add_option("PRIO", o.prio, "priority in prio_range, 0 for dynamic")->required();
 	auto *status_c = app.add_subcommand("status", "backend, tunables and daemon state");
@@ -1779,11 +1828,6 @@ int dispatch(int argc, char **argv)
 			fail(kNoDashDash, "run: no command after '--'");
 		return run(o);
 	}
-	if (use_scx(o) && prio_c->parsed())
-		fail(kFail, "prio is not available with --backend scx: scx_hpc has no "
-			    "per-task fixed priority (its BPF side decides every task's "
-			    "priority with the policy core; hpcd's prio or the kernel class "
-			    "have one)");
 	if (trace_c->parsed()) {
 		if (dashdash && o.cmd.empty())
 			fail(kNoDashDash, "trace: no command after '--'");
@@ -1817,8 +1861,16 @@ int dispatch(int argc, char **argv)
 	if (top_c->parsed())
 		return top(o);
 	if (prio_c->parsed()) {
-		if (use_kernel(o))
-			fail(kFail, "prio: the kernel class decides priorities itself (hpcd only)");
+		if (o.prio < 0)
+			fail(kBadSetting, fmt::format("prio: {} is negative (0: dynamic)", o.prio));
+		if (use_scx(o)) {
+			scx_prio(o);
+			return kOk;
+		}
+		if (use_kernel(o)) {
+			kernel_prio(o);
+			return kOk;
+		}
 		ControlClient c;
 		connect_or_fail(o, c);
 		checked(c.call(json{{"cmd", "prio"}, {"pid", o.pid}, {"prio", o.prio}}));

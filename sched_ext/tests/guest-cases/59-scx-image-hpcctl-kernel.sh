@@ -4,7 +4,8 @@
 # sched_ext. run sets SCHED_HPC (policy 8); get/set use /sys/kernel/sched_hpc
 # with the same names and refusals as the other backends; trace records every
 # closed iteration from the sched_hpc_iteration tracepoint: a task's records
-# match the iteration count in its /proc/<pid>/sched_hpc exactly.
+# match the iteration count in its /proc/<pid>/sched_hpc exactly; prio sets a
+# task's sched_priority (fixed priority), refusals change nothing.
 # guest-timeout: 150
 [ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - hpcctl kernel: no scx image (make scx-guest-initrd)"; exit 1; }
 . /usr/local/share/scx_hpc/lib.sh
@@ -65,4 +66,27 @@ check "nothing dropped" sh -c "! grep -q '\"dropped\":[1-9]' /tmp/k.jsonl"
 $HPCCTL report /tmp/k.jsonl > /tmp/report 2>&1
 sed 's/^/# report: /' /tmp/report | head -n 12
 check "report reads it: SCHED_HPC (kernel tracepoint)" grep -q 'SCHED_HPC (kernel tracepoint)' /tmp/report
+
+# 4. prio: a SCHED_HPC task's sched_priority (its fixed priority; 0: dynamic)
+fixed() { sed -n 's/^fixed_prio: *//p' /proc/$1/sched_hpc; }
+now() { sed -n 's/^prio: *//p' /proc/$1/sched_hpc; }
+$HPCCTL run -- sleep 60 &
+sp=$!
+n=20
+while [ "$(awk '{ print $41 }' /proc/$sp/stat 2>/dev/null)" != 8 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+$HPCCTL prio $sp 6
+check "prio PID 6: exit 0" test $? = 0
+check "... /proc: fixed_prio 6, prio 6, sched_priority 6 (stat field 40)" \
+	test "$(fixed $sp)/$(now $sp)/$(awk '{ print $40 }' /proc/$sp/stat)" = 6/6/6
+$HPCCTL prio $sp 7 > /tmp/err 2>&1; rc=$?
+diag "refused: $(cat /tmp/err)"
+check "prio PID 7 (outside prio_range): exit 2, still 6" test $rc = 2 -a "$(fixed $sp)" = 6
+$HPCCTL prio $$ 4 > /tmp/err 2>&1; rc=$?
+diag "refused: $(cat /tmp/err)"
+check "prio of this shell (SCHED_OTHER): exit 1, says so, still SCHED_OTHER" \
+	test $rc = 1 -a "$(awk '{ print $41 }' /proc/$$/stat)" = 0 -a -n "$(grep -l 'is not SCHED_HPC' /tmp/err)"
+$HPCCTL prio $sp 0
+check "prio PID 0: dynamic again (fixed_prio 0)" test $? = 0 -a "$(fixed $sp)" = 0
+kill $sp 2>/dev/null
+wait $sp 2>/dev/null
 exit $fail

@@ -87,8 +87,36 @@ fi
 setstate enabled hpc
 expect "status with a missing loader: exit 1, says how to name it" 1 "give --scx-hpc BIN" H --scx-hpc "$work/no-scx_hpc" status
 
-# the command the scx backend does not have
-expect "prio --backend scx: exit 1, says why" 1 "scx_hpc has no per-task fixed priority" H prio 1 4
+# prio: the value is checked first; then scx_hpc --prio PID=P on the loaded
+# instance (a stand-in loader records what it gets and answers as scx_hpc)
+setstate disabled none
+expect "prio 1 7 (emulation's range 1..6): exit 2" 2 "prio: 7 is outside 1..6" H prio 1 7
+expect "prio with scx_hpc not loaded: exit 1" 1 "scx_hpc is not loaded" H prio 1 4
+setstate enabled hpc
+printf '#!/bin/sh\necho "$*" >"%s/prio-args"\n' "$work" >"$work/prio-ok"
+printf '#!/bin/sh\necho "scx_hpc: --prio: task 12 is not SCHED_EXT (policy 0): scx_hpc does not schedule it" >&2\nexit 1\n' >"$work/prio-refuse"
+printf '#!/bin/sh\necho "scx_hpc: invalid value: prio 9 is outside 1..6 (0: dynamic)" >&2\nexit 2\n' >"$work/prio-bad"
+chmod +x "$work/prio-ok" "$work/prio-refuse" "$work/prio-bad"
+for p in 6 0; do
+	rm -f "$work/prio-args"
+	H --scx-hpc "$work/prio-ok" prio 12 $p >"$work/o" 2>&1; rc=$?
+	if [ $rc -eq 0 ] && [ "$(cat "$work/prio-args" 2>/dev/null)" = "--prio 12=$p" ]; then
+		ok "hpcctl scx: prio 12 $p runs scx_hpc --prio 12=$p, exit 0"
+	else
+		nok "hpcctl scx: prio 12 $p runs scx_hpc --prio 12=$p, exit 0" \
+			"exit $rc, loader got: $(cat "$work/prio-args" 2>&1), output: $(head -c 300 "$work/o")"
+	fi
+done
+expect "prio of a task scx_hpc does not schedule: exit 1, the loader's reason" 1 \
+	"task 12 is not SCHED_EXT" H --scx-hpc "$work/prio-refuse" prio 12 4
+expect "prio refused by the loader as a value: exit 2" 2 "outside 1..6" H --scx-hpc "$work/prio-bad" prio 12 4
+if [ -n "$scx" ] && [ -x "$scx" ]; then
+	# the real loader checks --prio before it looks for a loaded instance
+	expect "scx_hpc --prio 1=7: exit 2" 2 "prio 7 is outside 1..6" "$scx" --prio 1=7
+	expect "scx_hpc --prio x=4: exit 2" 2 "expected PID=PRIO" "$scx" --prio x=4
+	expect "scx_hpc --prio of a task that is not SCHED_EXT: exit 1" 1 "is not SCHED_EXT" "$scx" --prio $$=4
+fi
+setstate disabled none
 expect "--backend bogus: exit 64" 64 "bogus" "$hpcctl" --backend bogus status
 expect "run --backend scx without --: exit 65" 65 "put '--'" H run true
 expect "run --backend scx -- (no command): exit 65" 65 "no command after '--'" H run --

@@ -271,6 +271,17 @@ HPC_SYSFS=$k "$hpcctl" set smt_pairs=1 2>/dev/null; rc=$?
 check "kernel: read-only smt_pairs: exit 2" test $rc -eq 2
 HPC_SYSFS=$k "$hpcctl" set timeslice_us=10 2>/dev/null; rc=$?
 check "kernel: timeslice_us=10: exit 2" test $rc -eq 2
+# prio: sched_priority of a SCHED_HPC task; the value is checked against
+# prio_range first, then the task's policy (this host's tasks are not SCHED_HPC)
+HPC_SYSFS=$k "$hpcctl" prio $$ 7 2>"$work/o"; rc=$?
+check "kernel: prio PID 7 (outside prio_range 1 6): exit 2, says so" \
+	test $rc -eq 2 -a -n "$(grep -l 'prio: 7 is outside 1..6' "$work/o")"
+pol=$(awk '{ print $41 }' /proc/$$/stat)
+HPC_SYSFS=$k "$hpcctl" prio $$ 4 2>"$work/o"; rc=$?
+check "kernel: prio of a task that is not SCHED_HPC: exit 1, says so, policy unchanged" \
+	test $rc -eq 1 -a -n "$(grep -l 'is not SCHED_HPC' "$work/o")" -a "$(awk '{ print $41 }' /proc/$$/stat)" = "$pol"
+HPC_SYSFS=$k "$hpcctl" prio 999999999 4 2>"$work/o"; rc=$?
+check "kernel: prio of no task: exit 1" test $rc -eq 1 -a -n "$(grep -l 'no task 999999999' "$work/o")"
 HPC_SYSFS=$k "$hpcctl" run -- true 2>"$work/o"; rc=$?
 if [ -d /sys/kernel/sched_hpc ]; then
 	check "kernel: hpcctl run -- true under SCHED_HPC" test $rc -eq 0
