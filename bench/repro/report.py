@@ -15,7 +15,10 @@ metbench-3ways.sh runs (W.json, W.csv, W.log, W.prio per way W), sim/*.json
 (kernel: SCHED_HPC in QEMU, scx: scx_hpc in QEMU) guest-BACKEND/PROG/ with
 the same W.json, W.csv, W.prio per way that ran, W.failed (one line: why) for
 a way that failed or printed garbage, and W.na (why the backend cannot run
-it), as --guest-extract writes them from the guest's console log.
+it), as --guest-extract writes them from the guest's console log. With
+REPRO_REPEAT = N > 1, rounds 2..N of every way are in PROG/round-R/ (and
+guest-BACKEND/PROG/round-R/) in the same form; the report shows each way's
+median time, its spread and the median of the rounds' gains.
 """
 import argparse
 import csv
@@ -70,6 +73,80 @@ def pct(a, b):
 
 def fmt_gain(g):
     return "" if g is None else "%.1f %%" % g
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def round_dirs(d):
+    """A program's rounds: d itself (round 1), then d/round-R in order of R."""
+    extra = []
+    if os.path.isdir(d):
+        for n in os.listdir(d):
+            m = re.fullmatch(r"round-([0-9]+)", n)
+            if m and int(m.group(1)) > 1 and os.path.isdir(os.path.join(d, n)):
+                extra.append((int(m.group(1)), os.path.join(d, n)))
+    return [d] + [p for _, p in sorted(extra)]
+
+
+def round_times(d, ways):
+    """[{way: total_time_s}] per round; a way without a usable result is absent."""
+    rounds = []
+    for rd in round_dirs(d):
+        t = {}
+        for w in ways:
+            p = os.path.join(rd, w + ".json")
+            if not os.path.exists(p) or os.path.exists(os.path.join(rd, w + ".failed")):
+                continue
+            try:
+                with open(p) as f:
+                    v = json.load(f).get("total_time_s")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                t[w] = float(v)
+        rounds.append(t)
+    return rounds
+
+
+def repeat_section(lines, d, ways, bases):
+    """The table of repeated rounds (nothing for one round). Gains of a way
+    are taken in each round against the same round's base way, as the ways
+    of a round ran side by side; returns {way: {base: median gain}}."""
+    rounds = round_times(d, ways)
+    if len(rounds) < 2:
+        return {}
+    lines.append("Repeated: %d rounds (REPRO_REPEAT), every way once per round. Time: median "
+                 "and min - max over the rounds, spread = (max - min) / median; gains: median "
+                 "(min - max) of each round's gain against that round's %s:\n" %
+                 (len(rounds), " and ".join(WAY_LABEL[b] for b in bases)))
+    lines.append("| way | rounds | median time | min - max | spread | %s |" %
+                 " | ".join("gain vs %s" % WAY_LABEL[b] for b in bases))
+    lines.append("| --- | ---: | ---: | ---: | ---: |%s" % (" ---: |" * len(bases)))
+    med = {}
+    for w in ways:
+        ts = [r[w] for r in rounds if w in r]
+        if not ts:
+            continue
+        m = median(ts)
+        cells = []
+        for i, b in enumerate(bases):
+            # as in the tables above: no gain of a base against itself or a later base
+            gs = [pct(r[w], r[b]) for r in rounds if w in r and b in r] \
+                if w not in bases[:i + 1] else []
+            if gs:
+                med.setdefault(w, {})[b] = median(gs)
+                cells.append("%s (%s - %s)" % (fmt_gain(median(gs)), fmt_gain(min(gs)), fmt_gain(max(gs))))
+            else:
+                cells.append("")
+        lines.append("| %s | %d | %.2f s | %.2f - %.2f s | %.0f %% | %s |" % (
+            WAY_LABEL[w], len(ts), m, min(ts), max(ts), 100.0 * (max(ts) - min(ts)) / m,
+            " | ".join(cells)))
+    lines.append("")
+    return med
 
 
 def prio_series(logpath, first_rank):
@@ -166,6 +243,10 @@ def program_section(out, prog, key, table, title, ways, base_way, paper, lines, 
                      "*Baseline* is hpcd with balancing off: its ranks get the CPU before the "
                      "ordinary background processes, which is what SCHED_HPC's wake-up "
                      "preemption gives in the kernel.\n")
+    med = repeat_section(lines, d, ways, [base_way])
+    for way, (g, pg) in list(gains.items()):
+        if base_way in med.get(way, {}):
+            gains[way] = (med[way][base_way], pg)
     sim = os.path.join(out, "sim", prog + ".json")
     if os.path.exists(sim):
         with open(sim) as f:
@@ -208,6 +289,7 @@ GUEST_BACKENDS = [("kernel", "SCHED_HPC kernel (QEMU, 4 vCPUs)"), ("scx", "scx_h
 GUEST_PROGRAMS = ("metbench", "metbenchvar")
 GUEST_WAYS = ("baseline", "equal", "static", "uniform", "adaptive")
 REPRO_LINE = re.compile(r"^# ([^ :]+): REPRO (\S+) (\S+) (\S+) ?(.*)$")
+GUEST_WAY = re.compile(r"([a-z]+)(?:@([0-9]+))?")  # WAY, or WAY@R for round R > 1
 
 
 def check_result(res, nworkers=4):
@@ -245,7 +327,9 @@ def guest_extract(backend, log, out):
             case, prog, way, kind, rest = m.groups()
             if not re.fullmatch(r"[0-9]+-repro-%s\.sh" % backend, case):
                 continue  # another backend's case
-            if prog not in GUEST_PROGRAMS or way not in GUEST_WAYS:
+            wm = GUEST_WAY.fullmatch(way)
+            if prog not in GUEST_PROGRAMS or not wm or wm.group(1) not in GUEST_WAYS \
+                    or (wm.group(2) is not None and int(wm.group(2)) < 2):
                 continue
             r = runs.setdefault(prog, {}).setdefault(way, {"csv": [], "prio": []})
             if kind == "begin":
@@ -264,9 +348,10 @@ def guest_extract(backend, log, out):
     status = {}
     base = os.path.join(out, "guest-" + backend)
     for prog, ways in runs.items():
-        d = os.path.join(base, prog)
-        os.makedirs(d, exist_ok=True)
-        for way, r in ways.items():
+        for wr, r in ways.items():
+            way, rnd = GUEST_WAY.fullmatch(wr).groups()
+            d = os.path.join(base, prog) if rnd is None else os.path.join(base, prog, "round-" + rnd)
+            os.makedirs(d, exist_ok=True)
             for ext in ("json", "csv", "prio", "failed", "na"):
                 p = os.path.join(d, way + "." + ext)
                 if os.path.exists(p):
@@ -275,7 +360,7 @@ def guest_extract(backend, log, out):
             if "na" in r:
                 with open(os.path.join(d, way + ".na"), "w") as f:
                     f.write(r["na"] + "\n")
-                status.setdefault(prog, {})[way] = "na: " + r["na"]
+                status.setdefault(prog, {})[wr] = "na: " + r["na"]
                 continue
             end = r.get("end")
             if end is None:
@@ -310,7 +395,7 @@ def guest_extract(backend, log, out):
             if why:
                 with open(os.path.join(d, way + ".failed"), "w") as f:
                     f.write(why + "\n")
-                status.setdefault(prog, {})[way] = "failed: " + why
+                status.setdefault(prog, {})[wr] = "failed: " + why
                 continue
             with open(os.path.join(d, way + ".json"), "w") as f:
                 json.dump(res, f)
@@ -320,7 +405,7 @@ def guest_extract(backend, log, out):
             if prios:
                 with open(os.path.join(d, way + ".prio"), "w") as f:
                     f.writelines("%s %s\n" % (a, b) for a, b in prios)
-            status.setdefault(prog, {})[way] = "ok"
+            status.setdefault(prog, {})[wr] = "ok"
     return status
 
 
@@ -375,6 +460,11 @@ def guest_section(out, prog, title, lines, gnotes):
                     prios.get(r["proc"], "-"), "%.2f s" % res["total_time_s"] if first else "",
                     fmt_gain(g) if first else "", fmt_gain(ge) if first else ""))
         lines.append("")
+        med = repeat_section(lines, d, GUEST_WAYS, ["baseline", "equal"])
+        for way, m in med.items():
+            v = gnotes.get(prog, {}).get(backend, {}).get(way)
+            if isinstance(v, tuple):
+                gnotes[prog][backend][way] = (m.get("baseline"), m.get("equal"))
         panels = [(WAY_LABEL[w], t) for w, r, _, t, _ in runs if r and t]
         if panels:
             png = "%s-%s-timeline.png" % (prog, backend)
@@ -453,9 +543,14 @@ The guest backends (SCHED_HPC kernel, scx_hpc) run MetBench without MPI
 waits so that the scheduler sees each iteration end) in a QEMU TCG guest
 with 4 vCPUs on this 2-CPU host: emulation is slow and noisy, so the sizes
 are small (run-info.txt) and each way is compared only with the baseline of
-its own boot. Their static priorities are n/a: neither the class nor
-scx_hpc can pin one task's priority (min/max priority are global). Their
-priorities are the last ones sampled (every 0.5 s) while the run went on.
+its own boot. Their static rows fix each worker at the paper's static
+priority through `hpcctl prio`: its `sched_priority` on the SCHED_HPC class
+(Documentation/scheduler/sched-hpc-abi.txt), `scx_hpc --prio` under
+scx_hpc. The workers are fixed as soon as the guest sees them (when, is in
+the console log; an hpcctl under TCG takes a while to start, so their first
+iterations may run at 4), and a way whose worker is seen at another
+priority afterwards is failed. Their priorities are the last ones sampled (every
+0.5 s) while the run went on.
 
 Reasons for the differences, in order of weight:
 
@@ -467,11 +562,13 @@ Reasons for the differences, in order of weight:
   with whatever else runs on this VM. Times are therefore noisy; the % compute
   and the priorities chosen are the signal (gains of a few % are within noise
   on a busy machine — see the load average in run-info).
-- *One run per way.* The ways run once each, one after the other; on a shared
-  VM a burst of other work lands on one of them, and the gain of a single run
-  moves by tens of % from one `make reproduce` to the next
-  (Documentation/reproduction.rst, Limits). `make bench` measures MetBench's
-  gains as medians of several rounds.
+- *Few runs per way.* By default the ways run once each, one after the
+  other; on a shared VM a burst of other work lands on one of them, and the
+  gain of a single run moves by tens of % from one `make reproduce` to the
+  next (Documentation/reproduction.rst, Limits). `REPRO_REPEAT=N` runs N
+  rounds: the tables then show each way's median time and spread, and the
+  gains quoted here are medians of the rounds' gains. `make bench` measures
+  MetBench's gains as medians of several rounds too.
 - *Sizes.* MetBench/MetBenchVar use shorter loads and fewer iterations than
   the paper (run-info.txt); BT-MZ is the proxy (bench/btmz) at the class and
   mapping listed, SIESTA is the proxy (bench/siesta) with its default
@@ -493,7 +590,8 @@ Reasons for the differences, in order of weight:
   its model: it only sees each SCF iteration's imbalance, which drifts too
   fast for the heuristics, so it predicts no balance gain.
 - *Static priorities* are the paper's (Tables III-V) for MetBench, MetBenchVar
-  and BT-MZ; for SIESTA the simulator's best constant priorities.
+  and BT-MZ, on every backend; for SIESTA the simulator's best constant
+  priorities.
 """)
     return a
 
@@ -517,11 +615,13 @@ def main():
         if not st:
             sys.exit("report.py: no REPRO lines in %s" % log)
         bad = 0
+        def order(wr):
+            way, rnd = GUEST_WAY.fullmatch(wr).groups()
+            return (int(rnd or 1), GUEST_WAYS.index(way))
         for prog in sorted(st):
-            for way in GUEST_WAYS:
-                if way in st[prog]:
-                    print("%s %s %s: %s" % (backend, prog, way, st[prog][way]))
-                    bad += st[prog][way].startswith("failed")
+            for wr in sorted(st[prog], key=order):
+                print("%s %s %s: %s" % (backend, prog, wr, st[prog][wr]))
+                bad += st[prog][wr].startswith("failed")
         sys.exit(1 if bad else 0)
     if a.spec:
         kind, path = a.spec

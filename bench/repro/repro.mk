@@ -9,7 +9,8 @@
 #                      and under scx_hpc in QEMU (one boot each, ~2.5-3 min)
 #                      where build-kernel/bzImage and build/scx are built
 #     REPRO_GUEST=auto  (default) guest backends where built, else say why not
-#     REPRO_GUEST=build build the kernel and scx_hpc first (make kernel scx)
+#     REPRO_GUEST=build build the kernel, then scx_hpc, first (make kernel scx)
+#     REPRO_REPEAT=N    every way N times; the report shows medians and spread
 #     REPRO_GUEST=no    hpcd and the simulator only
 #     GUEST_KERNEL=     another bzImage for the guest backends
 #   make check-repro   the proxies' structure: zone sizes, mapping,
@@ -27,8 +28,14 @@ repro-build: deps $(BUILD)/CMakeCache.txt
 
 REPRO_GUEST ?= auto
 ifeq ($(REPRO_GUEST),build)
-REPRO_GUEST_DEPS := kernel scx
+REPRO_GUEST_DEPS := repro-guest-build
 endif
+
+# The kernel first, then scx_hpc against its vmlinux (also under make -j).
+.PHONY: repro-guest-build
+repro-guest-build:
+	$(MAKE) kernel
+	$(MAKE) scx
 
 # scx-hpcctl: hpcctl and its shared libraries for the guest image (cheap).
 reproduce: build scx-hpcctl $(REPRO_GUEST_DEPS)

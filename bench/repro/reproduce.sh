@@ -7,20 +7,23 @@
 # Backends: hpcd (cgroup SMT emulation, any kernel) always; the simulator's
 # model view always; MetBench and MetBenchVar also on the SCHED_HPC kernel
 # and under scx_hpc, each in one QEMU boot (bench/repro/guest: baseline
-# SCHED_OTHER, every worker at priority 4, Uniform, Adaptive; static n/a)
-# where the kernel (and scx_hpc) are built; backends.txt says which ran and
-# why the others did not. BT-MZ and SIESTA are MPI programs: hpcd only.
+# SCHED_OTHER, static priorities (sched_priority, scx_hpc --prio), every
+# worker at priority 4, Uniform, Adaptive) where the kernel (and scx_hpc)
+# are built; backends.txt says which ran and why the others did not. BT-MZ
+# and SIESTA are MPI programs: hpcd only. REPRO_REPEAT=N runs every way N
+# times (rounds one after the other, each way of a round side by side); the
+# report shows medians and spread.
 #
 # usage: reproduce.sh BUILD_DIR [OUT_DIR]           (as root: hpcd creates cgroups)
 #        reproduce.sh --backends BUILD_DIR         which backends would run, and
 #                                                  why not the others; runs nothing
-# env:   REPRO_PROGRAMS ("metbench metbenchvar btmz siesta")
+# env:   REPRO_PROGRAMS ("metbench metbenchvar btmz siesta")  REPRO_REPEAT (1)
 #        MB_LOADS (500,2000,500,2000)  MB_ITERATIONS (20)  MBV_K (15)
 #        BTMZ_CLASS (A)  BTMZ_STEPS (class default: 200)  BTMZ_MAPPING (rows)
 #        SIESTA_ARGS ("")  SIESTA_NOISE ("--procs 2 --busy-us 2000 --sleep-us 8000")
 #        REPRO_GUEST (auto: guest backends where built; no: none)
 #        GUEST_KERNEL (build-kernel/bzImage)  GUEST_LOADS (40,160,40,160)
-#        GUEST_ITERATIONS (16)  GUEST_K (5)  GUEST_TIMEOUT (1200 s per boot)
+#        GUEST_ITERATIONS (16)  GUEST_K (5)  GUEST_TIMEOUT (1200 s per boot and round)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 backends_only=0
@@ -39,6 +42,7 @@ sim=$build/tools/sim/hpcsim btmz=$build/bench/btmz/btmz
 siesta=$build/bench/siesta/siesta-proxy noise=$build/bench/siesta/siesta-noise
 tables=$top/../shared/reference/paper-tables.json
 guest=${REPRO_GUEST:-auto}
+repeat=${REPRO_REPEAT:-1}
 gkernel=${GUEST_KERNEL:-$top/build-kernel/bzImage}
 g_loads=${GUEST_LOADS:-40,160,40,160} g_iters=${GUEST_ITERATIONS:-16} g_k=${GUEST_K:-5}
 g_timeout=${GUEST_TIMEOUT:-1200}
@@ -51,6 +55,8 @@ for p in $programs; do
 	esac
 done
 case $guest in auto | no) ;; *) echo "reproduce: REPRO_GUEST must be auto or no" >&2; exit 2 ;; esac
+[[ $repeat =~ ^[1-9][0-9]?$ ]] ||
+	{ echo "reproduce: REPRO_REPEAT must be a number of rounds, 1..99" >&2; exit 2; }
 [[ $g_loads =~ ^[0-9]+,[0-9]+,[0-9]+,[0-9]+$ ]] ||
 	{ echo "reproduce: GUEST_LOADS must be four work units L1,L2,L3,L4" >&2; exit 2; }
 [[ $g_iters =~ ^[1-9][0-9]*$ && $g_k =~ ^[1-9][0-9]*$ && $g_timeout =~ ^[1-9][0-9]*$ ]] ||
@@ -111,7 +117,7 @@ rm -rf "$out"
 mkdir -p "$out/sim"
 : >"$out/.hpcsched-reproduce"
 t0=$(date +%s)
-step=0 nsteps=$(($(wc -w <<<"$programs") + 2 + $(wc -w <<<"$gbackends")))
+step=0 nsteps=$(($(wc -w <<<"$programs") * repeat + 2 + $(wc -w <<<"$gbackends")))
 progress() {
 	step=$((step + 1))
 	printf '[%d/%d] %s (%d s so far)\n' "$step" "$nsteps" "$1" $(($(date +%s) - t0))
@@ -121,16 +127,23 @@ progress() {
 paper_static() {
 	python3 -c 'import json,sys; print(",".join(str(p) for p in json.load(open(sys.argv[1]))[sys.argv[2]]["static"]["priority"]))' "$tables" "$1"
 }
-# ways NAME [VAR=VALUE...]: the four ways through metbench-3ways.sh; each way's
+# ways NAME [VAR=VALUE...]: the four ways through metbench-3ways.sh, round
+# $round (round 1 in OUT/NAME, round R > 1 in OUT/NAME/round-R); each way's
 # line is shown as it finishes.
+round=1
 ways() {
-	local name=$1
+	local name=$1 dir=$out/$1
 	shift
-	if ! env "$@" "$ways3" "$build" "$out/$name" 2>"$out/$name.err" | tee "$out/$name.txt" | sed -u 's/^/    /'; then
-		cat "$out/$name.err" >&2
-		echo "reproduce: $name failed (see $out/$name)" >&2
+	[ "$round" = 1 ] || dir=$out/$name/round-$round
+	if ! env "$@" "$ways3" "$build" "$dir" 2>"$dir.err" | tee "$dir.txt" | sed -u 's/^/    /'; then
+		cat "$dir.err" >&2
+		echo "reproduce: $name failed (see $dir)" >&2
 		exit 1
 	fi
+}
+# of_rounds TEXT: TEXT, with the round when there are several
+of_rounds() {
+	if [ "$repeat" -gt 1 ]; then echo "$1, round $round of $repeat"; else echo "$1"; fi
 }
 
 {
@@ -139,6 +152,7 @@ ways() {
 	echo "kernel: $(uname -r)"
 	echo "load_start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "programs: $programs"
+	echo "repeat: $repeat round(s) of every way"
 	echo "metbench: loads $mb_loads, $mb_iters iterations; metbenchvar: k $k, $((3 * k)) iterations"
 	echo "btmz: class $bt_class, ${bt_steps:-default} steps, mapping $bt_map"
 	echo "siesta: ${si_args:-defaults}; background: siesta-noise $si_noise"
@@ -147,21 +161,22 @@ ways() {
 
 echo "== make reproduce: $(nproc) CPUs; results in $out"
 for p in $programs; do
+	for round in $(seq 1 "$repeat"); do
 	case $p in
 	metbench)
-		progress "MetBench (loads $mb_loads, $mb_iters iterations): baseline, static, Uniform, Adaptive under hpcd"
+		progress "$(of_rounds "MetBench (loads $mb_loads, $mb_iters iterations): baseline, static, Uniform, Adaptive under hpcd")"
 		ways metbench WAYS="baseline static uniform adaptive" STATIC_PRIOS="$(paper_static metbench)" \
 			LOADS="$mb_loads" ITERATIONS="$mb_iters"
 		;;
 	metbenchvar)
-		progress "MetBenchVar (k = $k, $((3 * k)) iterations): four ways under hpcd"
+		progress "$(of_rounds "MetBenchVar (k = $k, $((3 * k)) iterations): four ways under hpcd")"
 		ways metbenchvar WAYS="baseline static uniform adaptive" \
 			STATIC_PRIOS="$(paper_static metbenchvar)" LOADS="$mb_loads" \
 			ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
 		;;
 	btmz)
 		args="--class $bt_class --mapping $bt_map${bt_steps:+ --steps $bt_steps}"
-		progress "BT-MZ proxy ($args, 4 ranks): four ways under hpcd"
+		progress "$(of_rounds "BT-MZ proxy ($args, 4 ranks): four ways under hpcd")"
 		"$btmz" --layout --np 4 --class "$bt_class" --mapping "$bt_map" >"$out/btmz-layout.json"
 		"$btmz" --layout --np 4 --class "$bt_class" --mapping binpack >"$out/btmz-layout-binpack.json"
 		ways btmz PROGRAM="$btmz" PROGRAM_ARGS="$args" NP=4 \
@@ -174,7 +189,7 @@ for p in $programs; do
 			>"$out/sim/siesta-spec.json"
 		sprio=$("$sim" table --spec "$out/sim/siesta-spec.json" --json |
 			python3 -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin)["static_prio"])))')
-		progress "SIESTA proxy (4 ranks, background: siesta-noise $si_noise): CFS, baseline, static ($sprio), Uniform, Adaptive"
+		progress "$(of_rounds "SIESTA proxy (4 ranks, background: siesta-noise $si_noise): CFS, baseline, static ($sprio), Uniform, Adaptive")"
 		# SIESTA's gain is wake-up latency: its ranks sleep in their waits and
 		# their emulated contexts idle (EMUL_WAITS=sleep), as in the paper.
 		ways siesta PROGRAM="$siesta" PROGRAM_ARGS="$si_args" NP=4 \
@@ -182,7 +197,9 @@ for p in $programs; do
 			BACKGROUND="$noise $si_noise" GROUP_WEIGHT=10000 EMUL_WAITS=sleep
 		;;
 	esac
+	done
 done
+round=1
 
 # guest_boot BACKEND: one QEMU boot running bench/repro/guest's case for
 # BACKEND (every way of every guest program), then its rows extracted.
@@ -202,15 +219,15 @@ guest_boot() {
 	}
 	start=$(date +%s)
 	RESULTS=$out/guest "$top/tests/guest/run-qemu" --kernel "$gkernel" --initrd "$out/guest/initrd.gz" \
-		--smp 4 --name "repro-$b" --cases "7*-repro-$b.sh" --timeout "$g_timeout" \
-		--append " hpc.repro_progs=${gprogs// /,} hpc.repro_loads=$g_loads hpc.repro_iters=$g_iters hpc.repro_k=$g_k" \
+		--smp 4 --name "repro-$b" --cases "7*-repro-$b.sh" --timeout $((g_timeout * repeat)) \
+		--append " hpc.repro_progs=${gprogs// /,} hpc.repro_loads=$g_loads hpc.repro_iters=$g_iters hpc.repro_k=$g_k hpc.repro_repeat=$repeat$gstatic" \
 		>"$out/guest/repro-$b.tap" 2>&1 &
 	pid=$!
 	while kill -0 $pid 2>/dev/null; do
 		sleep 5
 		kill -0 $pid 2>/dev/null || break
 		[ $((($(date +%s) - start) % 60)) -ge 5 ] ||
-			printf '    ... guest running, %d s (limit %d s)\n' $(($(date +%s) - start)) "$g_timeout"
+			printf '    ... guest running, %d s (limit %d s)\n' $(($(date +%s) - start)) $((g_timeout * repeat))
 	done
 	wait $pid && rc=0 || rc=$?
 	grep -E '^(not )?ok ' "$out/guest/repro-$b.tap" | sed 's/^/    /'
@@ -219,10 +236,15 @@ guest_boot() {
 	return $rc
 }
 kernel_ran='' scx_ran=''
+# the guest's static priorities: the paper's, as for hpcd
+gstatic=''
+for p in $gprogs; do gstatic+=" hpc.repro_static_$p=$(paper_static "$p")"; done
+gways="baseline, static, all at 4, Uniform, Adaptive"
+[ "$repeat" = 1 ] || gways+=", $repeat rounds"
 for b in $gbackends; do
 	case $b in
-	kernel) progress "the SCHED_HPC kernel in QEMU (one boot, 4 vCPUs): $gprogs, baseline, all at 4, Uniform, Adaptive" ;;
-	scx) progress "scx_hpc in QEMU (one boot, same kernel): $gprogs, baseline, all at 4, Uniform, Adaptive" ;;
+	kernel) progress "the SCHED_HPC kernel in QEMU (one boot, 4 vCPUs): $gprogs: $gways" ;;
+	scx) progress "scx_hpc in QEMU (one boot, same kernel): $gprogs: $gways" ;;
 	esac
 	if guest_boot "$b"; then
 		printf -v "${b}_ran" 'run'

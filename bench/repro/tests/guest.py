@@ -3,11 +3,13 @@
 """The guest backends of make reproduce, from recorded guest output: no QEMU, no time.
 
 data/guest-repro-kernel.log and data/guest-repro-scx.log are console logs of
-real boots (bench/repro/guest: SCHED_HPC kernel, scx_hpc), small sizes.
+real boots (bench/repro/guest: SCHED_HPC kernel, scx_hpc), small sizes, two
+rounds (hpc.repro_repeat=2), the static way with the paper's priorities.
 report.py --guest-extract turns them into the hpcd backend's files and the
-report puts their rows into Tables III/IV; a failed way, a garbage result,
-a truncated log are reported as failed, never as a number; reproduce.sh
---backends says why a backend is skipped.
+report puts their rows into Tables III/IV, with the medians and spread of
+the rounds; a failed way, a garbage result, a truncated log are reported as
+failed, never as a number; reproduce.sh --backends says why a backend is
+skipped.
 usage: guest.py BUILD_DIR
 """
 import atexit
@@ -39,8 +41,12 @@ def extract(backend, log, out):
     return run([PY, REPORT, "--guest-extract", backend, log, out])
 
 
+WAYS = ("baseline", "static", "equal", "uniform", "adaptive")
+ROUNDS = ("", "@2")  # the recorded boots' two rounds: WAY, WAY@2
+
+
 def json_lines(log, case):
-    """{(prog, way): metbench result} as the recorded log has them."""
+    """{(prog, way[@R]): metbench result} as the recorded log has them."""
     res = {}
     pat = re.compile(r"^# %s: REPRO (\S+) (\S+) json (.*)$" % re.escape(case))
     with open(log) as f:
@@ -55,6 +61,20 @@ def gain(a, b):
     return "%.1f %%" % (100.0 * (1.0 - a / b))
 
 
+def pct(a, b):
+    return 100.0 * (1.0 - a / b)
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def wdir(d, prog, r):
+    return os.path.join(d, prog) if not r else os.path.join(d, prog, "round-" + r[1:])
+
+
 # ---- the recorded logs extract into the hpcd backend's shape
 out = os.path.join(tmp, "ok")
 os.makedirs(out)
@@ -63,30 +83,35 @@ for b, case in (("kernel", "70-repro-kernel.sh"), ("scx", "71-repro-scx.sh")):
     rec[b] = json_lines(LOGS[b], case)
     rc, so, se = extract(b, LOGS[b], out)
     d = os.path.join(out, "guest-" + b)
-    want = ["%s %s %s: ok" % (b, p, w) for p in ("metbench", "metbenchvar")
-            for w in ("baseline", "equal", "uniform", "adaptive")]
-    check(rc == 0 and all(w in so for w in want) and so.count(": na: ") == 2,
-          "%s: --guest-extract: every way of both programs ok, static n/a" % b, so + se)
+    want = ["%s %s %s%s: ok" % (b, p, w, r) for p in ("metbench", "metbenchvar")
+            for w in WAYS for r in ROUNDS]
+    check(rc == 0 and all(w in so for w in want) and ": na: " not in so and ": failed" not in so,
+          "%s: --guest-extract: every way of both programs ok in both rounds, static included" % b, so + se)
     ok = True
     for p in ("metbench", "metbenchvar"):
-        for w in ("baseline", "equal", "uniform", "adaptive"):
-            try:
-                with open(os.path.join(d, p, w + ".json")) as f:
-                    ok = ok and json.load(f) == rec[b][(p, w)]
-                with open(os.path.join(d, p, w + ".csv")) as f:
-                    rows = f.read().splitlines()
-                ok = ok and rows[0].startswith("rank,proc,iteration") and len(rows) > 5
-            except (OSError, ValueError):
-                ok = False
-    check(ok, "%s: W.json is the guest's metbench --json, W.csv its trace" % b)
+        for w in WAYS:
+            for r in ROUNDS:
+                try:
+                    with open(os.path.join(wdir(d, p, r), w + ".json")) as f:
+                        ok = ok and json.load(f) == rec[b][(p, w + r)]
+                    with open(os.path.join(wdir(d, p, r), w + ".csv")) as f:
+                        rows = f.read().splitlines()
+                    ok = ok and rows[0].startswith("rank,proc,iteration") and len(rows) > 5
+                except (OSError, ValueError, KeyError):
+                    ok = False
+    check(ok, "%s: W.json is the guest's metbench --json, W.csv its trace; round 2 in round-2/" % b)
     prio = os.path.join(d, "metbench", "uniform.prio")
     lines = open(prio).read().split("\n") if os.path.exists(prio) else []
     check(len([x for x in lines if re.fullmatch(r"P[1-4] [1-6]", x)]) == 4,
           "%s: MetBench Uniform: a sampled priority per worker (W.prio)" % b, "\n".join(lines))
-    na = os.path.join(d, "metbench", "static.na")
-    check(os.path.exists(na) and "no per-task priority" in open(na).read()
-          and not os.path.exists(os.path.join(d, "metbench", "static.json")),
-          "%s: static: n/a with the reason, no result" % b)
+    sp = ""
+    for p in ("metbench", "metbenchvar"):
+        for r in ROUNDS:
+            q = os.path.join(wdir(d, p, r), "static.prio")
+            sp += open(q).read() if os.path.exists(q) else "(none)\n"
+    check(sp == "P1 4\nP2 6\nP3 4\nP4 6\n" * 4,
+          "%s: static, both programs, both rounds: the workers ran at the paper's 4,6,4,6" % b, sp)
+    check(not any(f.endswith(".na") for _, _, fs in os.walk(d) for f in fs), "%s: no way n/a" % b)
 
 # the other backend's case in the same log is not taken
 both = os.path.join(tmp, "both.log")
@@ -119,8 +144,71 @@ for b, label in (("kernel", "SCHED_HPC kernel"), ("scx", "scx_hpc")):
           and "(metbench-%s-timeline.png)" % b in md, "%s: MetBench timeline drawn from the guest's trace" % b)
     check(re.search(r"\*\*MetBench on the %s[^*]*\*\*[^\n]*Uniform -?[0-9.]+ %%" % re.escape(label.split()[0]), md)
           is not None, "%s: the analysis lists the guest gains" % b)
-check("| Static | | | | n/a on this backend: the SCHED_HPC class has no per-task priority" in md,
-      "report: the kernel's static row says n/a and why")
+for b, label in (("kernel", "SCHED_HPC kernel"), ("scx", "scx_hpc")):
+    r = rec[b]
+    base, eq, st = (r[("metbench", w)]["total_time_s"] for w in ("baseline", "equal", "static"))
+    sect = md.split("On the " + label)[1] if "On the " + label in md else ""
+    row = "| Static | P1 | %.2f | 4 | %.2f s | %s | %s |" % (
+        [x for x in r[("metbench", "static")]["ranks"] if x["proc"] == "P1"][0]["compute_pct"],
+        st, gain(st, base), gain(st, eq))
+    check(row in sect and "| P2 | %.2f | 6 |" % [x for x in r[("metbench", "static")]["ranks"]
+                                                 if x["proc"] == "P2"][0]["compute_pct"] in sect,
+          "%s: MetBench's static row: priorities 4/6, time, gains vs baseline and all at 4" % b,
+          row + "\n" + sect[:1500])
+    # the repeat table: medians, min - max, spread, median gains, from the log's own numbers
+    rows = {}
+    for w in WAYS:
+        ts = [r[("metbench", w + x)]["total_time_s"] for x in ROUNDS]
+        cells = []
+        for i, bw in enumerate(("baseline", "equal")):
+            gs = [pct(r[("metbench", w + x)]["total_time_s"], r[("metbench", bw + x)]["total_time_s"])
+                  for x in ROUNDS] if w not in ("baseline", "equal")[:i + 1] else []
+            cells.append("%.1f %% (%.1f %% - %.1f %%)" % (median(gs), min(gs), max(gs)) if gs else "")
+        rows[w] = "| %s | 2 | %.2f s | %.2f - %.2f s | %.0f %% | %s |" % (
+            {"baseline": "Baseline", "static": "Static", "equal": "All at 4", "uniform": "Uniform",
+             "adaptive": "Adaptive"}[w], median(ts), min(ts), max(ts),
+            100.0 * (max(ts) - min(ts)) / median(ts), " | ".join(cells))
+    rep_sect = sect.split("Repeated: 2 rounds")[1].split("\n\n")[1] if "Repeated: 2 rounds" in sect else ""
+    check(all(rows[w] in rep_sect for w in WAYS),
+          "%s: MetBench's repeat table: per way 2 rounds, median time, min - max, spread, median gains"
+          % b, "\n".join(rows.values()) + "\n---\n" + rep_sect)
+    med_u = median([pct(r[("metbench", "uniform" + x)]["total_time_s"],
+                        r[("metbench", "baseline" + x)]["total_time_s"]) for x in ROUNDS])
+    check(re.search(r"\*\*MetBench on the %s[^\n]*Uniform %s" % (re.escape(label.split()[0]),
+                                                              re.escape("%.1f %%" % med_u)), md)
+          is not None, "%s: the analysis quotes the median of the rounds' gains" % b)
+
+# ---- hpcd-shaped rounds (OUT/PROG/W.json, OUT/PROG/round-2/W.json) from the
+# recorded results: the hpcd sections get the same repeat table
+hp = os.path.join(tmp, "hpcd")
+for p in ("metbench", "metbenchvar"):
+    for r, src in (("", "kernel"), ("@2", "scx")):
+        d = wdir(hp, p, r)
+        os.makedirs(d, exist_ok=True)
+        for w in ("baseline", "static", "uniform", "adaptive"):
+            with open(os.path.join(d, w + ".json"), "w") as f:
+                json.dump(rec[src][(p, w)], f)
+rc, so, se = run([PY, REPORT, hp, "--tables", TABLES])
+md = open(os.path.join(hp, "report.md")).read() if rc == 0 else ""
+sect = md.split("## MetBench — the paper's Table III")[1].split("## ")[0] if "Table III" in md else ""
+times = {w: [rec["kernel"][("metbench", w)]["total_time_s"], rec["scx"][("metbench", w)]["total_time_s"]]
+         for w in ("baseline", "static", "uniform", "adaptive")}
+gs = [pct(times["static"][i], times["baseline"][i]) for i in (0, 1)]
+row = "| Static | 2 | %.2f s | %.2f - %.2f s | %.0f %% | %.1f %% (%.1f %% - %.1f %%) |" % (
+    median(times["static"]), min(times["static"]), max(times["static"]),
+    100.0 * (max(times["static"]) - min(times["static"])) / median(times["static"]), median(gs), min(gs), max(gs))
+check(rc == 0 and "Repeated: 2 rounds" in sect and row in sect,
+      "hpcd sections: round-2/ gives the repeat table (static: median, min - max, spread, median gain)",
+      so + se + row + "\n---\n" + sect[:2500])
+check(re.search(r"\*\*MetBench\*\*:[^\n]*Static %s here" % re.escape("%.1f %%" % median(gs)), md) is not None,
+      "hpcd analysis: the static gain quoted is the median of the rounds")
+one = os.path.join(tmp, "hpcd-one")
+shutil.copytree(hp, one)
+for p in ("metbench", "metbenchvar"):
+    shutil.rmtree(os.path.join(one, p, "round-2"))
+rc, so, se = run([PY, REPORT, one, "--tables", TABLES])
+check(rc == 0 and "Repeated:" not in open(os.path.join(one, "report.md")).read(),
+      "one round: no repeat table", so + se)
 
 # ---- failures and garbage are failed ways, never numbers
 src = open(LOGS["kernel"]).read()
@@ -163,6 +251,9 @@ cases = [
     ("bad-prio", lambda t: sub_line(t, CASE + "metbench adaptive end ok",
                                     CASE + "metbench adaptive prio P1 high\n" + CASE + "metbench adaptive end ok"),
      "priority line"),
+    ("static-left", lambda t: sub_line(t, CASE + "metbench adaptive end ok",
+                                       CASE + "metbench adaptive end failed a fixed worker ran at another priority: P2:5"),
+     "a fixed worker ran at another priority"),
 ]
 for name, fn, why in cases:
     rc, msg, o = mutate(name, fn)
@@ -183,6 +274,18 @@ for name, fn, why in cases:
               "report.py: the failed way is a 'failed: why' row, no numbers, and the analysis says failed",
               so2 + se2 + sect[:1200])
 
+rc, msg, o = mutate("round-2", lambda t: sub_line(t, CASE + "metbench adaptive@2 end ok",
+                                                 CASE + "metbench adaptive@2 end failed exit status 3"))
+d = os.path.join(o, "guest-kernel", "metbench")
+check(rc == 1 and "kernel metbench adaptive@2: failed: exit status 3" in msg
+      and os.path.exists(os.path.join(d, "round-2", "adaptive.failed"))
+      and not os.path.exists(os.path.join(d, "round-2", "adaptive.json"))
+      and os.path.exists(os.path.join(d, "adaptive.json")) and "kernel metbench adaptive: ok" in msg,
+      "a failed way in round 2: round-2/adaptive.failed, round 1's kept", msg)
+rc2, so2, se2 = run([PY, REPORT, o, "--tables", TABLES])
+md2 = open(os.path.join(o, "report.md")).read() if rc2 == 0 else ""
+check(rc2 == 0 and re.search(r"^\| Adaptive \| 1 \| ", md2, re.M) and re.search(r"^\| Uniform \| 2 \| ", md2, re.M),
+      "report.py: the repeat table counts the rounds that gave a result (Adaptive 1, Uniform 2)", so2 + se2)
 rc, msg, o = mutate("nothing", lambda t: "\n".join(l for l in t.split("\n") if "REPRO" not in l))
 check(rc == 1 and "no REPRO lines" in msg and not os.listdir(o), "a console log without guest results: an error", msg)
 rc, so, se = extract("qemu", LOGS["kernel"], os.path.join(tmp, "x"))
@@ -206,7 +309,8 @@ rc, so, se = run(["bash", REPRO, "--backends", build], env={"GUEST_KERNEL": LOGS
                                                           "REPRO_PROGRAMS": "btmz siesta"})
 check(rc == 0 and "REPRO_PROGRAMS has neither" in so, "reproduce.sh without MetBench: no guest backend, saying why", so)
 for env, msg in (({"REPRO_GUEST": "maybe"}, "REPRO_GUEST must be"), ({"GUEST_LOADS": "1,2"}, "GUEST_LOADS must be"),
-                 ({"GUEST_K": "0"}, "positive integers")):
+                 ({"GUEST_K": "0"}, "positive integers"), ({"REPRO_REPEAT": "0"}, "REPRO_REPEAT must be"),
+                 ({"REPRO_REPEAT": "two"}, "REPRO_REPEAT must be")):
     rc, so, se = run(["bash", REPRO, "--backends", build], env=env)
     check(rc == 2 and msg in se, "reproduce.sh %s: status 2, '%s'" % (" ".join("%s=%s" % kv for kv in env.items()), msg), so + se)
 done()

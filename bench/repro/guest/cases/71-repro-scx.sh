@@ -1,9 +1,11 @@
 #!/bin/sh
 # make reproduce: MetBench and MetBenchVar under scx_hpc (sched_ext, this
-# boot), baseline (SCHED_OTHER), Uniform and Adaptive; static priorities are
-# reported n/a (scx_hpc has no per-task priority). See
-# /usr/local/share/hpcsched-repro/ways.sh for what it prints.
-# guest-timeout: 1500
+# boot): baseline (SCHED_OTHER), static priorities (scx_hpc --prio through
+# hpcctl --backend scx prio), every worker at 4, Uniform and Adaptive,
+# hpc.repro_repeat rounds. See /usr/local/share/hpcsched-repro/ways.sh for
+# what it prints.
+# The boot's own timeout (GUEST_TIMEOUT per round) bounds it:
+# guest-timeout: 36000
 BACKEND=scx
 . /usr/local/share/hpcsched-repro/ways.sh
 run_backend

@@ -5,7 +5,10 @@
 #
 # Per program and way, lines (the guest's init prefixes them with "# CASE: "):
 # Ways: baseline (SCHED_OTHER), equal (the backend with every worker at
-# priority 4: min_prio = max_prio = 4), static (n/a), uniform, adaptive.
+# priority 4: min_prio = max_prio = 4), static (each worker fixed at its
+# static priority: hpcctl prio, i.e. sched_priority on the kernel class and
+# scx_hpc --prio under scx_hpc), uniform, adaptive. Round R > 1 of a way
+# (hpc.repro_repeat) is named WAY@R.
 #   REPRO PROG WAY begin
 #   REPRO PROG WAY json {metbench --json}
 #   REPRO PROG WAY csv LINE          (metbench --trace, header first)
@@ -15,6 +18,9 @@
 # Parameters from the kernel command line (run-qemu --append):
 #   hpc.repro_progs=metbench,metbenchvar  hpc.repro_loads=L1,L2,L3,L4
 #   hpc.repro_iters=N (MetBench)  hpc.repro_k=K (MetBenchVar: 3K iterations)
+#   hpc.repro_static_metbench=P1,P2,P3,P4  hpc.repro_static_metbenchvar=...
+#   (the static way's priorities; default 4,6,4,6, the paper's)
+#   hpc.repro_repeat=R (rounds of every way; default 1)
 MB=/usr/local/bin/metbench-shm-static
 HPCCTL=/usr/local/bin/hpcctl
 SCX_HPC=/usr/local/bin/scx_hpc
@@ -31,6 +37,7 @@ progs=$(param progs metbench,metbenchvar | tr , ' ')
 loads=$(param loads 60,240,60,240)
 iters=$(param iters 10)
 k=$(param k 5)
+repeat=$(param repeat 1)
 
 # children PID: the master's workers, by pid (forked in order P1..P4)
 children() {
@@ -46,16 +53,45 @@ prio_of() {
 	fi
 }
 
-# run_way PROG WAY: MetBench (PROG) once under WAY, sampled every 0.5 s
+# hctl ARGS: hpcctl for this backend
+hctl() {
+	if [ "$BACKEND" = kernel ]; then $HPCCTL "$@"; else $HPCCTL --backend scx "$@"; fi
+}
+
+# pin_static WORKERS: fix each worker at its static priority ($sprio, in
+# worker order), all four at once (an hpcctl takes a while to start under
+# TCG); 0 if every one took it
+pin_static() {
+	n=1 pids=
+	for w in $1; do
+		hctl prio "$w" "$(echo "$sprio" | cut -d, -f$n)" > /tmp/pin.$n 2>&1 &
+		pids="$pids $!"
+		n=$((n + 1))
+	done
+	rc=0 n=1
+	for p in $pids; do
+		if ! wait $p; then
+			echo "# static: hpcctl prio: $(head -1 /tmp/pin.$n)"
+			rc=1
+		fi
+		n=$((n + 1))
+	done
+	return $rc
+}
+
+# run_way PROG WAY [ROUND]: MetBench (PROG) once under WAY, sampled every
+# 0.5 s (the static way: every 0.1 s until its workers are fixed)
 run_way() {
-	prog=$1 way=$2
+	prog=$1 way=$2 round=${3:-1}
+	name=$way
+	[ "$round" = 1 ] || name=$way@$round
 	set -- --loads "$loads" --wait block --pin 0,1,2,3 --json --trace /tmp/trace.csv
 	if [ "$prog" = metbenchvar ]; then
 		set -- "$@" --iterations $((3 * k)) --swap-every "$k"
 	else
 		set -- "$@" --iterations "$iters"
 	fi
-	echo "REPRO $prog $way begin"
+	echo "REPRO $prog $name begin"
 	rm -f /tmp/out.json /tmp/err /tmp/trace.csv /tmp/prio.*
 	case $way in
 	baseline) $MB "$@" > /tmp/out.json 2> /tmp/err & ;;
@@ -67,6 +103,10 @@ run_way() {
 		else
 			$HPCCTL --backend scx run --set min_prio=4 --set max_prio=4 -- $MB "$@" > /tmp/out.json 2> /tmp/err &
 		fi ;;
+	static)
+		# the backend as it is (heuristic irrelevant: every worker gets
+		# a fixed priority as soon as it is seen)
+		hctl run -- $MB "$@" > /tmp/out.json 2> /tmp/err & ;;
 	uniform | adaptive)
 		# kernel: hpcctl sets /sys/kernel/sched_hpc/heuristic and runs the
 		# command under SCHED_HPC; scx: it starts scx_hpc with the heuristic
@@ -79,7 +119,7 @@ run_way() {
 	esac
 	bg=$!
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	master= workers=
+	master= workers= pinned= pin_failed= left=
 	while kill -0 $bg 2>/dev/null; do
 		if [ -z "$master" ]; then
 			# hpcctl execs the command or forks it: the master is $bg
@@ -94,39 +134,66 @@ run_way() {
 		fi
 		if [ -n "$master" ]; then
 			[ -n "$workers" ] || workers=$(children $master)
+			[ $(echo $workers | wc -w) = 4 ] || workers=
+			if [ "$way" = static ] && [ -n "$workers" ] && [ -z "$pinned$pin_failed" ]; then
+				if pin_static "$workers"; then
+					pinned=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
+				else
+					pin_failed=1
+				fi
+			fi
 			n=1
 			for w in $workers; do
 				p=$(prio_of $w)
 				[ -z "$p" ] || echo "$p" > /tmp/prio.$n
+				# a fixed worker must stay at its priority
+				if [ -n "$pinned" ] && [ -n "$p" ] && [ "$p" != "$(echo "$sprio" | cut -d, -f$n)" ]; then
+					left="$left P$n:$p"
+				fi
 				n=$((n + 1))
 			done
 		fi
-		sleep 0.5
+		if [ "$way" = static ] && [ -z "$pinned$pin_failed" ]; then
+			sleep 0.1
+		else
+			sleep 0.5
+		fi
 	done
 	wait $bg
 	rc=$?
-	echo "# $prog $way: master ${master:-not seen}, workers $(echo ${workers:-not seen}), samples $(cat /tmp/prio.* 2>/dev/null | wc -l)"
+	echo "# $prog $name: master ${master:-not seen}, workers $(echo ${workers:-not seen}), samples $(cat /tmp/prio.* 2>/dev/null | wc -l)"
+	[ "$way" != static ] || echo "# $prog $name: workers fixed at $sprio ${pinned:+after $pinned s}${pin_failed:+: failed}${left:+; left it:$left}"
 	t1=$(cut -d' ' -f1 /proc/uptime)
-	echo "# $prog $way: exit $rc after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (guest uptime)"
+	echo "# $prog $name: exit $rc after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (guest uptime)"
 	sed 's/^/# stderr: /' /tmp/err | head -5
 	if [ $rc != 0 ]; then
-		echo "REPRO $prog $way end failed exit status $rc"
+		echo "REPRO $prog $name end failed exit status $rc"
 		fail=1
 		return
 	fi
 	if ! grep -q '"total_time_s"' /tmp/out.json; then
-		echo "REPRO $prog $way end failed no JSON result"
+		echo "REPRO $prog $name end failed no JSON result"
 		fail=1
 		return
 	fi
-	echo "REPRO $prog $way json $(cat /tmp/out.json)"
-	[ -r /tmp/trace.csv ] && sed "s/^/REPRO $prog $way csv /" /tmp/trace.csv
+	if [ "$way" = static ] && [ -z "$pinned" ]; then
+		echo "REPRO $prog $name end failed the workers could not be fixed at $sprio (hpcctl prio)"
+		fail=1
+		return
+	fi
+	if [ -n "$left" ]; then
+		echo "REPRO $prog $name end failed a fixed worker ran at another priority:$left"
+		fail=1
+		return
+	fi
+	echo "REPRO $prog $name json $(cat /tmp/out.json)"
+	[ -r /tmp/trace.csv ] && sed "s/^/REPRO $prog $name csv /" /tmp/trace.csv
 	if [ "$way" != baseline ]; then
 		for n in 1 2 3 4; do
-			[ -r /tmp/prio.$n ] && echo "REPRO $prog $way prio P$n $(cat /tmp/prio.$n)"
+			[ -r /tmp/prio.$n ] && echo "REPRO $prog $name prio P$n $(cat /tmp/prio.$n)"
 		done
 	fi
-	echo "REPRO $prog $way end ok"
+	echo "REPRO $prog $name end ok"
 }
 
 # restore: the backend's default priority range after the equal way
@@ -148,26 +215,31 @@ wait_disabled() {
 }
 
 run_backend() {
-	echo "# backend $BACKEND: programs $progs; loads $loads; MetBench $iters iterations; MetBenchVar k $k ($((3 * k)) iterations); $(nproc) CPUs"
+	echo "# backend $BACKEND: programs $progs; loads $loads; MetBench $iters iterations; MetBenchVar k $k ($((3 * k)) iterations); $repeat round(s); $(nproc) CPUs"
 	if [ "$BACKEND" = kernel ]; then
 		[ -d $SYS ] || { echo "not ok - repro kernel: no $SYS (not a SCHED_HPC kernel)"; exit 1; }
 		echo "# sched_hpc: backend $(cat $SYS/backend), prio_range $(cat $SYS/prio_range), pairs $(cat $SYS/smt_pairs | tr '\n' ' ')"
-		static_na="the SCHED_HPC class has no per-task priority setting: min_prio/max_prio are global (/sys/kernel/sched_hpc), so one task cannot be pinned at 4 and its sibling at 6"
 	else
 		[ -e /sys/kernel/sched_ext/state ] || { echo "not ok - repro scx: no sched_ext in this kernel"; exit 1; }
 		[ -x $SCX_HPC ] || { echo "not ok - repro scx: no $SCX_HPC in this image"; exit 1; }
-		static_na="scx_hpc has no per-task priority setting: --min-prio/--max-prio bound every task alike, so one task cannot be pinned at 4 and its sibling at 6"
 	fi
-	for prog in $progs; do
-		run_way $prog baseline
-		echo "REPRO $prog static na $static_na"
-		run_way $prog equal
-		restore
-		run_way $prog uniform
-		run_way $prog adaptive
-		# scx_hpc unloads once its last task is gone: wait for it, so
-		# that the next baseline runs without it
-		[ "$BACKEND" = kernel ] || wait_disabled
+	r=1
+	while [ $r -le "$repeat" ]; do
+		for prog in $progs; do
+			sprio=$(param static_$prog 4,6,4,6)
+			run_way $prog baseline $r
+			run_way $prog static $r
+			[ "$BACKEND" = kernel ] || wait_disabled
+			run_way $prog equal $r
+			restore
+			run_way $prog uniform $r
+			[ "$BACKEND" = kernel ] || wait_disabled
+			run_way $prog adaptive $r
+			# scx_hpc unloads once its last task is gone: wait for it, so
+			# that the next baseline runs without it
+			[ "$BACKEND" = kernel ] || wait_disabled
+		done
+		r=$((r + 1))
 	done
 	[ "$BACKEND" != kernel ] || echo uniform > $SYS/heuristic
 	if [ $fail = 0 ]; then echo "ok - repro $BACKEND: every way ran"; else echo "not ok - repro $BACKEND: a way failed"; fi
