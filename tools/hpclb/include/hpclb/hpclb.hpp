@@ -285,8 +285,8 @@ public:
 	// deliver). Bad input throws Error and changes nothing.
 	bool observe(const std::vector<Task> &tasks, const std::vector<double> &speeds);
 	// The last period's units (same order) with each load the mean over the
-	// periods of the window in which it ran on the same rank: what a plan
-	// should be made from.
+	// last `required()` periods in which it ran on the same rank: what a
+	// plan should be made from.
 	std::vector<Task> smoothed() const;
 	// A method's plan (made from smoothed()) through the damping: empty unless
 	// observe() just returned true; moves that send a unit back to where the
@@ -298,7 +298,8 @@ public:
 	// falls by min_gain of it and the saving times `horizon` periods is
 	// more than the moves' bytes / move_rate. Kept moves are returned in the
 	// plan's order; then the window starts again (the next plan needs
-	// `persistence` new periods). A move of an unknown unit, from a rank
+	// `required()` new periods; the plan is judged over the first
+	// `persistence` of them). A move of an unknown unit, from a rank
 	// where it is not or to an unknown rank throws Error.
 	std::vector<Move> admit(const std::vector<Move> &plan);
 	// The max/avg of the last period's times.
