@@ -50,6 +50,11 @@ check "trace -- sh -c 'exit 3': exit 3, record written" sh -c "test $rc = 3 && g
 # scx_hpc unloads during a trace: the trace ends by itself
 $HPCCTL --backend scx trace -o /tmp/t3.jsonl --duration 600 --sample-ms 100 2>/tmp/trace3.err &
 tp=$!
+# unload only once the trace runs: it has found scx_hpc and opened its
+# output (hpcctl writes /tmp/.hpcctl-PID-t3.jsonl, renamed at the end);
+# under TCG on a loaded host hpcctl can take seconds to get there
+n=300
+while [ $n -gt 0 ] && [ ! -e /tmp/.hpcctl-$tp-t3.jsonl ] && kill -0 $tp 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
 sleep 0.5
 stop_hpc > /dev/null
 n=100
