@@ -35,24 +35,8 @@ static int proc_policy_line(pid_t pid, struct hpc_stat *st)
 /* Run @fn in a child, wait for it (5 s max); returns its exit status. */
 static int in_child(void (*fn)(void))
 {
-	int st = 0;
-	pid_t pid;
-
 	memset(R, 0, sizeof(*R));
-	pid = fork_kid();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		fn();
-		_exit(0);
-	}
-	if (wait_timeout(pid, &st, 5000) != pid) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		kid_del(pid);
-		return -2;
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return run_in_child(fn, 5000);
 }
 
 static void child_report_self(void)

@@ -720,6 +720,31 @@ static inline pid_t fork_kid(void)
 	return pid;
 }
 
+/*
+ * Run @fn in a child and wait for it, @ms at most (then it is killed).
+ * Returns its exit status (128 + N for signal N), -1 if it could not be
+ * forked, -2 if it timed out.
+ */
+static inline int run_in_child(void (*fn)(void), unsigned int ms)
+{
+	int st = 0;
+	pid_t pid = fork_kid();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	if (wait_timeout(pid, &st, ms) != pid) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		kid_del(pid);
+		return -2;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* ------------------------------------------------------------ watchdog */
 
 static unsigned int watchdog_secs;
