@@ -4,7 +4,7 @@
 #   make reproduce     MetBench, MetBenchVar, BT-MZ (class A) and SIESTA
 #                      proxies: baseline, static priorities, Uniform, Adaptive
 #                      under hpcd, the simulator's view, and a report
-#                      (Markdown + PNG) in $(REPRO_DIR); as root, ~11 min here;
+#                      (Markdown + PNG) in $(REPRO_DIR); as root, ~13 min here;
 #                      MetBench and MetBenchVar also on the SCHED_HPC kernel
 #                      and under scx_hpc in QEMU (one boot each, ~2.5-3 min)
 #                      where build-kernel/bzImage and build/scx are built
