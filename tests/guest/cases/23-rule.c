@@ -56,19 +56,6 @@ static pid_t shape(struct trace *t, int cpu, int n, unsigned int run, unsigned i
 	_exit(0);
 }
 
-static int reap(pid_t pid, unsigned int ms)
-{
-	int st = -1;
-
-	if (wait_timeout(pid, &st, ms) != pid) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		kid_del(pid);
-		return -1;
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void show(const char *who, const struct trace *t)
 {
 	char line[512] = "";
@@ -105,9 +92,9 @@ static void pair(long long maxp)
 	b = shape(lo, 1, 20, 2, 20);
 	sleep_ms(50);
 	a = shape(hi, 0, 8, 40, 1);
-	ra = reap(a, 20000);
+	ra = reap_kid(a, 20000);
 	lo->rc = 0;
-	rb = reap(b, 20000);
+	rb = reap_kid(b, 20000);
 	show(maxp == 6 ? "pair high" : "pair(max 5) high", hi);
 	show(maxp == 6 ? "pair low" : "pair(max 5) low", lo);
 	if (!tap_ok(ra == 0 && rb == 0 && hi->n == 8,
@@ -138,7 +125,7 @@ int main(void)
 
 	/* High task, sibling idle: holds 4. */
 	a = shape(&T[0], 0, 6, 40, 1);
-	r = reap(a, 20000);
+	r = reap_kid(a, 20000);
 	show("alone high", &T[0]);
 	if (tap_ok(r == 0 && T[0].n == 6, "high task alone ran 6 iterations (status %d)", r)) {
 		tap_ok(T[0].util[5] > 8500, "its heuristic utilisation is high (> 85 %%: %lld)",
@@ -169,7 +156,7 @@ int main(void)
 	}
 	a = shape(&T[0], 0, 8, 15, 5);
 	b = shape(&T[1], 1, 8, 15, 5);
-	r = reap(a, 20000) | reap(b, 20000);
+	r = reap_kid(a, 20000) | reap_kid(b, 20000);
 	show("medium A", &T[0]);
 	show("medium B", &T[1]);
 	if (tap_ok(r == 0, "two medium tasks on a pair ran")) {

@@ -88,19 +88,6 @@ static int setattr_hpc(pid_t pid, unsigned int prio)
 	return sys_sched_setattr(pid, &a, 0) ? -errno : 0;
 }
 
-static int reap(pid_t pid, unsigned int ms)
-{
-	int st = -1;
-
-	if (wait_timeout(pid, &st, ms) != pid) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		kid_del(pid);
-		return -1;
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Policy, sched_getparam() and /proc of the calling task, all as expected? */
 static int self_is(int policy, int prio, const char *what)
 {
@@ -233,8 +220,8 @@ static int pair(int fhi, int flo)
 	a = shape(&T[0], 0, fhi, 8, 40, 1);
 	pair_pid[0] = a;
 	pair_pid[1] = b;
-	ra = reap(a, 20000);
-	rb = reap(b, 20000);
+	ra = reap_kid(a, 20000);
+	rb = reap_kid(b, 20000);
 	return ra == 0 && rb == 0 && T[0].n == 8 && T[1].n == 20 ? 0 : -1;
 }
 

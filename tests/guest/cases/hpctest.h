@@ -721,6 +721,23 @@ static inline pid_t fork_kid(void)
 }
 
 /*
+ * Wait for child @pid, @ms at most (then it is killed): its exit status,
+ * -1 if it timed out or did not exit normally.
+ */
+static inline int reap_kid(pid_t pid, unsigned int ms)
+{
+	int st = -1;
+
+	if (wait_timeout(pid, &st, ms) != pid) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		kid_del(pid);
+		return -1;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
  * Run @fn in a child and wait for it, @ms at most (then it is killed).
  * Returns its exit status (128 + N for signal N), -1 if it could not be
  * forked, -2 if it timed out.
