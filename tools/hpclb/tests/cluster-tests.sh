@@ -37,6 +37,27 @@ if [ "$(grep -c "^10\.77\." "$tmp/where")" -eq 3 ] &&
 else
 	nok "ranks are not one per node" "$tmp/where"
 fi
+# Each node's Open MPI daemon has a session directory of its own (the
+# namespaces share /tmp and a host name: in a shared one two daemons wrote
+# their hwloc topology into one file and one crashed now and then, leaving
+# mpirun waiting for it), and launches back to back all start.
+crun -np 3 sh -c 'echo "$OMPI_MCA_orte_tmpdir_base"' >"$tmp/sess" 2>&1
+if [ "$(grep -cE "/tmp-n[0-2]\$" "$tmp/sess")" -eq 3 ] &&
+	[ "$(sort -u "$tmp/sess" | wc -l)" -eq 3 ]; then
+	ok "each node's daemon has its own session directory"
+else
+	nok "session directories are not one per node" "$tmp/sess"
+fi
+started=0
+for _ in $(seq 15); do
+	timeout -k 5 30 "$cl" mpirun "$name" -- -np 3 true >"$tmp/launch" 2>&1 || break
+	started=$((started + 1))
+done
+if [ $started -eq 15 ]; then
+	ok "15 launches back to back: every daemon started, none hung"
+else
+	nok "launch $((started + 1)) of 15 failed or hung (30 s)" "$tmp/launch"
+fi
 # Blocks move between nodes over TCP and the result is unchanged.
 # Three LB steps on a loaded machine: a plan at every overloaded period
 # (--persistence 1) so that blocks do move.
