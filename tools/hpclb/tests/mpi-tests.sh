@@ -135,7 +135,10 @@ cat >"$tmp/m.xml" <<'XML'
 <node type="COMPUTING_NODE" name="3" description="node-b" childrenNum="0" children=";" IsMonitorable="1" mflops="300"/>
 </machinemodel>
 XML
-drum=("$app" --n 256 --blocks 8 --iters 40 --lb-every 10 --mode drum --monitor-period 0.005)
+# The monitor samples every 1 ms and an LB period lasts several (512 x 512
+# over 10 iterations): the steps read aggregates of several samples even on
+# an idle machine (at 256 x 256 and 5 ms the whole run took 7 ms there).
+drum=("$app" --n 512 --blocks 8 --iters 40 --lb-every 10 --mode drum --monitor-period 0.001)
 drum_run() { # drum_run OUT XML HOST_OF_RANKS_0_1 HOST_OF_RANK_2
 	HPCLB_DEBUG=1 timeout -k 5 120 mpirun $root --oversubscribe \
 		-np 2 -x HPCLB_DEBUG -x HPCLB_HOST="$3" "${drum[@]}" ${2:+--machine "$2"} : \
