@@ -169,23 +169,54 @@ std::vector<Task> Damper::smoothed() const
 	if (window_.empty())
 		return {};
 	std::vector<Task> out = window_.back().tasks;
+	// A rank's time is the sum of many units' loads and is a good measure;
+	// one unit's wall time is not: a rank that is time-sliced (a CPU
+	// quota, a neighbour on its CPU) is stopped for milliseconds at a time,
+	// and a unit that runs across such a stop measures that stop too. A few
+	// units of each period then look many times heavier than they are, and
+	// a plan that moves the largest units first moves exactly those, to no
+	// effect. Being stopped only ever adds time, so a unit's weight is the
+	// least load it had on its present rank over the last periods (at least
+	// kWeightPeriods when the window has them), and each rank's mean time
+	// over the last required() periods is shared among its units by these
+	// weights: the ranks' times are the measured ones, the units' split of
+	// them is robust.
 	const size_t n = std::min(window_.size(), static_cast<size_t>(required_));
-	if (n == 1)
-		return out;
-	std::map<int64_t, std::pair<double, int>> acc; // id -> (sum, periods) on its present rank
+	const size_t m = std::min(window_.size(), std::max(n, kWeightPeriods));
+	struct Acc {
+		double sum = 0, least = 0;
+		int periods = 0, weighed = 0;
+	};
+	std::map<int64_t, Acc> acc;
 	std::map<int64_t, int> where;
 	for (const auto &t : out)
 		where[t.id] = t.proc;
-	for (size_t k = window_.size() - n; k < window_.size(); k++)
-		for (const auto &t : window_[k].tasks)
-			if (auto it = where.find(t.id); it != where.end() && it->second == t.proc) {
-				auto &a = acc[t.id];
-				a.first += t.cpu_time;
-				a.second++;
+	for (size_t k = window_.size() - m; k < window_.size(); k++) {
+		const bool recent = k >= window_.size() - n;
+		for (const auto &t : window_[k].tasks) {
+			auto it = where.find(t.id);
+			if (it == where.end() || it->second != t.proc)
+				continue;
+			auto &a = acc[t.id];
+			a.least = a.weighed++ ? std::min(a.least, t.cpu_time) : t.cpu_time;
+			if (recent) {
+				a.sum += t.cpu_time;
+				a.periods++;
 			}
+		}
+	}
+	const size_t P = window_.back().speeds.size();
+	std::vector<double> mean_time(P, 0), weight(P, 0);
 	for (auto &t : out) {
 		const auto &a = acc[t.id];
-		t.cpu_time = a.first / a.second;
+		t.cpu_time = a.sum / a.periods;
+		mean_time[static_cast<size_t>(t.proc)] += t.cpu_time;
+		weight[static_cast<size_t>(t.proc)] += a.least;
+	}
+	for (auto &t : out) {
+		const auto p = static_cast<size_t>(t.proc);
+		if (weight[p] > 0)
+			t.cpu_time = acc[t.id].least * mean_time[p] / weight[p];
 	}
 	return out;
 }

@@ -284,10 +284,18 @@ public:
 	// in each of them (`required()` periods after a plan that did not
 	// deliver). Bad input throws Error and changes nothing.
 	bool observe(const std::vector<Task> &tasks, const std::vector<double> &speeds);
-	// The last period's units (same order) with each load the mean over the
-	// last `required()` periods in which it ran on the same rank: what a
-	// plan should be made from.
+	// The last period's units (same order) with their loads as a plan should
+	// see them. A rank's time is its units' mean time over the last
+	// `required()` periods (those in which they ran on it); it is shared
+	// among its units by their weights, each unit's weight being the least
+	// load it had on that rank over the last max(required(), kWeightPeriods)
+	// periods. A time-sliced rank (CPU quota, busy neighbour) is stopped
+	// for milliseconds at a time, which only ever adds to the wall time of
+	// the unit that runs across the stop: the rank's sum is right, the
+	// single units' loads are not, and the least load removes those stops.
 	std::vector<Task> smoothed() const;
+	// Periods a unit's weight is taken over at least (when the window has them).
+	static constexpr size_t kWeightPeriods = 3;
 	// A method's plan (made from smoothed()) through the damping: empty unless
 	// observe() just returned true; moves that send a unit back to where the
 	// last admitted plan took it from are dropped unless that rank is now
