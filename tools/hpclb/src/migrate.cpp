@@ -57,7 +57,16 @@ MigrationPlan migration_plan(const std::vector<Host> &hosts,
 			throw Error("migration plan: host " + std::to_string(k) +
 				    ": NumECU must be > 0, psi and interval >= 0");
 	std::set<int64_t> ids;
-	double max_exe = 0;
+	// max(exeT[]) of expressions (2) and norm(): the length of the window
+	// the execution times were accumulated over, so that a container's
+	// vmload is the part of its host's ECUs it took and constraint (5),
+	// sum of vmload <= capacity, holds. With one container per host (the
+	// paper's setting) that is the largest container's time; with several,
+	// a host's containers share its time and the window is the longest
+	// host's total (the largest container alone would put a host of 100
+	// containers at 100 times its capacity, and no destination's rest
+	// capacity would ever stay above the average).
+	std::vector<double> host_time(P, 0);
 	for (const auto &c : containers) {
 		if (c.host < 0 || static_cast<size_t>(c.host) >= P)
 			throw Error("migration plan: container " + std::to_string(c.id) +
@@ -68,8 +77,9 @@ MigrationPlan migration_plan(const std::vector<Host> &hosts,
 		if (!ids.insert(c.id).second)
 			throw Error("migration plan: container id " + std::to_string(c.id) +
 				    " appears twice");
-		max_exe = std::max(max_exe, c.exe_t);
+		host_time[static_cast<size_t>(c.host)] += c.exe_t;
 	}
+	const double max_exe = *std::max_element(host_time.begin(), host_time.end());
 	MigrationPlan plan;
 	plan.usage.assign(P, 0);
 	if (!(max_exe > 0))
