@@ -1,6 +1,7 @@
 /* The complete libhpclb example (Documentation/hpclb.rst): every rank owns
  * work units (a buffer each), computes them, and at each synchronisation
- * point reports their measured loads; the step function returns the plan
+ * point reports their measured loads and its busy time (wall and CPU); the
+ * step function returns the plan
  * and the helper moves the buffers. Rank 1 is made slower (its units cost
  * 3x), so units flow away from it. Prints each rank's unit count at the end.
  *
@@ -11,11 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define UNITS 32
 #define LEN 4096
 
 static double *data[UNITS]; /* data[id]: the unit's buffer, NULL if not here */
+
+/* CPU seconds of the calling thread: with the wall time of the same loop,
+ * how much of its CPU this rank had while it computed (hpclb_mpi_busy). */
+static double thread_cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static const void *get(int64_t id, size_t *len, void *arg)
 {
@@ -50,6 +61,7 @@ int main(int argc, char **argv)
 		if (id * size / UNITS == rank)
 			data[id] = calloc(LEN, sizeof(double));
 	for (int period = 0; period < 5; period++) {
+		const double w0 = MPI_Wtime(), c0 = thread_cpu();
 		for (int id = 0; id < UNITS; id++) {
 			if (!data[id])
 				continue;
@@ -59,6 +71,10 @@ int main(int argc, char **argv)
 				for (int k = 0; k < LEN; k++)
 					data[id][k] = data[id][k] * 0.5 + k;
 			hpclb_mpi_unit(lb, id, MPI_Wtime() - t0, LEN * sizeof(double));
+		}
+		if (hpclb_mpi_busy(lb, MPI_Wtime() - w0, thread_cpu() - c0) != 0) {
+			fprintf(stderr, "example: %s\n", hpclb_last_error());
+			MPI_Abort(MPI_COMM_WORLD, 1);
 		}
 		double before, after;
 		if (hpclb_mpi_step(lb, &before, &after) != 0) {

@@ -151,7 +151,7 @@ struct hpclb_ctx {
 	double epsilon = 0.02, dump_rate = 100e6, freq = 1;
 	// Rank 0: the damping every plan goes through (hpclb::Damper).
 	hpclb::Damper damper;
-	double share = 0; // the CPU share, smoothed over the periods (0: none yet)
+	hpclb::ShareEstimator share; // the CPU share, measured over the periods
 	std::vector<UnitRec> units;
 	std::vector<hpclb_move> moves;
 	std::vector<double> psi_acc; // rank 0: accumulated psi per rank
@@ -454,6 +454,17 @@ size_t hpclb_mpi_moves(const hpclb_ctx *c, const hpclb_move **m)
 	return c->moves.size();
 }
 
+int hpclb_mpi_busy(hpclb_ctx *c, double wall, double cpu)
+{
+	try {
+		c->share.busy(wall, cpu);
+	} catch (const std::exception &e) {
+		mpi_error = e.what();
+		return -1;
+	}
+	return 0;
+}
+
 int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 {
 	// This rank's measures over the period: T_lb, its own CPU time (an MPI
@@ -516,24 +527,12 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	c->net_last = net.first;
 	// f_p is the speed of the CPU when the rank has it to itself; what the
 	// rank had of it over the period (a quota, a busy neighbour, other
-	// engineers' processes) scales it. A re-measured f_p has that already.
-	// The share is smoothed over the periods (half the last one, half the
-	// ones before): one period of a few tenths of a second on a shared
-	// machine is a noisy measure, and a plan that follows the noise moves
-	// blocks back and forth.
-	// Not measured over the first period (it holds the start-up and the
-	// other ranks' f_p measures) nor over one the rank spent mostly waiting
-	// (a rank left with few or no units: a few milliseconds of CPU say
-	// nothing of its speed, and a tiny share would keep it empty for good):
-	// the last share stands (1 before any).
-	if (c->remeasure <= 0) {
-		if (c->steps > 0 && task_time >= 0.2 * t_lb) {
-			const double sh = hpclb::cpu_share(cpu - c->cpu_last, avail,
-							   c->wait_known ? c->wait : 0);
-			c->share = c->share > 0 ? 0.5 * (c->share + sh) : sh;
-		}
-		me.share = c->share > 0 ? c->share : 1;
-	}
+	// processes) scales it: from the busy time the application reported
+	// (hpclb_mpi_busy), else from the period's CPU time, smoothed over the
+	// periods (hpclb::ShareEstimator). A re-measured f_p has it already.
+	c->share.period(cpu - c->cpu_last, avail, c->wait_known ? c->wait : -1, task_time, t_lb);
+	if (c->remeasure <= 0)
+		me.share = c->share.share();
 	if (c->wait_known)
 		me.background = hpclb::background_load(t_lb, task_time, c->wait);
 	c->wait = 0;

@@ -33,6 +33,37 @@ double cpu_share(double cpu, double avail, double wait)
 	return std::clamp(cpu / ran, 0.01, 1.0);
 }
 
+void ShareEstimator::busy(double wall, double cpu)
+{
+	if (!(wall >= 0) || !(cpu >= 0) || !std::isfinite(wall) || !std::isfinite(cpu))
+		throw Error("busy time: wall and CPU seconds must be finite and >= 0");
+	// Clock granularity may put a thread's CPU time a little above the wall
+	// time; much more is a process's CPU time over several threads.
+	if (cpu > 1.05 * wall + 1e-3)
+		throw Error("busy time: " + std::to_string(cpu) + " s of CPU in " +
+			    std::to_string(wall) +
+			    " s of wall time: give the CPU time of the thread that ran the "
+			    "units");
+	wall_ += wall;
+	cpu_ += cpu;
+	busy_mode_ = true;
+}
+
+double ShareEstimator::period(double cpu, double avail, double wait, double task_time, double t_lb)
+{
+	if (wall_ > 0) {
+		num_ = 0.5 * num_ + cpu_;
+		den_ = 0.5 * den_ + wall_;
+		share_ = std::clamp(num_ / den_, 0.01, 1.0);
+	} else if (!busy_mode_ && periods_ > 0 && task_time >= 0.2 * t_lb) {
+		const double sh = cpu_share(cpu, avail, std::max(0.0, wait));
+		share_ = share_ > 0 ? 0.5 * (share_ + sh) : sh;
+	}
+	wall_ = cpu_ = 0;
+	periods_++;
+	return share();
+}
+
 bool worth_moving(double before, double after, double min_gain)
 {
 	if (!(min_gain >= 0 && min_gain < 1))

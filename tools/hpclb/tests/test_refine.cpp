@@ -235,6 +235,87 @@ TEST(Refine, CpuShare)
 	EXPECT_THROW(cpu_share(1, 1, -0.1), Error);
 }
 
+TEST(Refine, ShareOfABusyPollingRankUnderAQuota)
+{
+	// A rank held to half its CPU by a quota, busy-polling in MPI while it
+	// waits for the others, 40 % of each 1 s period. Over the period it
+	// has 0.5 s of CPU; its units ran 0.6 s, 0.3 s of it on the CPU. The
+	// period's measure takes the polling for work: 0.5 / (1 - 0.4) = 0.83.
+	// Its units' busy time says 0.5, what the quota gives.
+	ShareEstimator period_only, busy;
+	for (int k = 0; k < 6; k++) {
+		period_only.period(0.5, 1, 0.4, 0.6, 1);
+		busy.busy(0.2, 0.1); // reported in pieces: the sums count
+		busy.busy(0.4, 0.2);
+		busy.period(0.5, 1, 0.4, 0.6, 1);
+	}
+	EXPECT_NEAR(period_only.share(), 0.5 / 0.6, 1e-12);
+	EXPECT_FALSE(period_only.from_busy());
+	EXPECT_NEAR(busy.share(), 0.5, 1e-12);
+	EXPECT_TRUE(busy.from_busy());
+}
+
+TEST(Refine, ShareWeightsPeriodsByTheirBusyTime)
+{
+	ShareEstimator s;
+	EXPECT_DOUBLE_EQ(s.share(), 1); // nothing measured yet
+	for (int k = 0; k < 20; k++) {
+		s.busy(0.6, 0.3);
+		s.period(0.5, 1, 0.4, 0.6, 1);
+	}
+	// A rank left with almost no work: 10 ms at full speed barely counts.
+	s.busy(0.01, 0.01);
+	s.period(0.02, 1, 0.99, 0.01, 1);
+	EXPECT_LT(s.share(), 0.52);
+	// No busy time reported in a period: the share stands.
+	const double before = s.share();
+	s.period(0.9, 1, 0, 0.9, 1);
+	EXPECT_DOUBLE_EQ(s.share(), before);
+	// Interference from now on: the rank has 0.25 of its CPU. Each period
+	// counts half at the next: the share is below 0.3 after four periods.
+	for (int k = 0; k < 4; k++) {
+		s.busy(0.8, 0.2);
+		s.period(0.2, 1, 0.2, 0.8, 1);
+	}
+	EXPECT_LT(s.share(), 0.3);
+	EXPECT_GT(s.share(), 0.25);
+}
+
+TEST(Refine, ShareFromPeriodsSkipsTheFirstAndMostlyWaitingOnes)
+{
+	ShareEstimator s;
+	s.period(0.1, 1, -1, 0.9, 1); // the first period: start-up
+	EXPECT_DOUBLE_EQ(s.share(), 1);
+	s.period(0.5, 1, -1, 0.9, 1); // no wait reported: cpu / avail
+	EXPECT_DOUBLE_EQ(s.share(), 0.5);
+	s.period(0.05, 1, 0.9, 0.1, 1); // units under a fifth of the period
+	EXPECT_DOUBLE_EQ(s.share(), 0.5);
+	s.period(1, 1, 0, 0.9, 1); // half the last, half the ones before
+	EXPECT_DOUBLE_EQ(s.share(), 0.75);
+}
+
+TEST(Refine, BadBusyTimeIsRefusedAndChangesNothing)
+{
+	ShareEstimator s;
+	s.busy(1, 0.5);
+	s.period(0.5, 1, 0, 1, 1);
+	ASSERT_DOUBLE_EQ(s.share(), 0.5);
+	EXPECT_THROW(s.busy(-1, 0), Error);
+	EXPECT_THROW(s.busy(1, NAN), Error);
+	EXPECT_THROW(s.busy(INFINITY, 1), Error);
+	try {
+		s.busy(1, 2); // a process's CPU time over two threads
+		ADD_FAILURE() << "CPU time above the wall time accepted";
+	} catch (const Error &e) {
+		EXPECT_NE(std::string(e.what()).find("CPU time of the thread"), std::string::npos)
+			<< e.what();
+	}
+	s.busy(1, 1.0004); // clock granularity: accepted
+	s.period(1, 1, 0, 1, 1);
+	// The refused ones counted nothing: (0.5 * 0.5 + 1.0004) / (0.5 + 1).
+	EXPECT_NEAR(s.share(), 1.2504 / 1.5, 1e-12);
+}
+
 TEST(Refine, WorthMoving)
 {
 	EXPECT_TRUE(worth_moving(1.5, 1.0, 0.05));

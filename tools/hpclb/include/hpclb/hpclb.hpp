@@ -183,6 +183,42 @@ double background_load(double t_lb, double task_time, double t_idle);
 // f_p times this share is the rank's effective speed over the period.
 double cpu_share(double cpu, double avail, double wait);
 
+// The share of its CPU a rank has, measured period after period: f_p times
+// share() is its effective speed. Two measures, the better one when it is
+// reported:
+//  * busy(wall, cpu): the rank ran its units for `wall` seconds and had its
+//    CPU for `cpu` of them (its thread's CPU time). Over the units alone, so
+//    it does not depend on what the rank does while it waits: a rank that
+//    busy-polls in MPI under a CPU quota spends its quota polling, and the
+//    period measure below then takes it for faster than it is. The periods
+//    are weighted by their busy time (each period's sums count half at the
+//    next), so a rank left with little work barely moves its share.
+//  * otherwise cpu_share() of each period (process CPU time over the time it
+//    could have run less its reported waits), half the last period and half
+//    the ones before; not over the first period (start-up) nor over one whose
+//    units took under a fifth of it (a few ms of CPU say nothing of the
+//    speed, and a tiny share would keep an emptied rank empty for good).
+// Once a rank has reported busy time, periods without it leave the share as
+// it is. Bad input throws Error and changes nothing.
+class ShareEstimator
+{
+public:
+	void busy(double wall, double cpu);
+	// The end of a period of t_lb seconds: the process's CPU time over it,
+	// the time it could have run, its reported waits (< 0: none reported)
+	// and its units' summed loads. Returns share().
+	double period(double cpu, double avail, double wait, double task_time, double t_lb);
+	double share() const { return share_ > 0 ? share_ : 1; } // in (0, 1]; 1 before any measure
+	bool from_busy() const { return busy_mode_; }
+
+private:
+	double wall_ = 0, cpu_ = 0; // busy time of the present period
+	double num_ = 0, den_ = 0;  // weighted sums of the past periods
+	double share_ = 0;
+	long periods_ = 0;
+	bool busy_mode_ = false;
+};
+
 // Whether a refinement plan is worth its moves: it lowers max/avg from
 // `before` to `after` by at least `min_gain` of `before`.
 bool worth_moving(double before, double after, double min_gain);

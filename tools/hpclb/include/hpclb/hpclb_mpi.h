@@ -65,6 +65,19 @@ int hpclb_mpi_unit(hpclb_ctx *c, int64_t id, double load, uint64_t bytes);
  * O_p = T_lb - sum(load) - wait (Eq. 2 with the rank's own idle time);
  * otherwise t_idle is its share of its CPUs' idle time from /proc/stat. */
 int hpclb_mpi_wait(hpclb_ctx *c, double seconds);
+/* Since the last step this rank ran its units for `wall` seconds (wall
+ * clock) and had its CPU for `cpu` of them: the CPU time of the thread that
+ * ran them (clock_gettime(CLOCK_THREAD_CPUTIME_ID)), read around the loop
+ * over the units rather than around each (a read costs about 0.5 us). May be
+ * called any number of times per period; the sums count. When a rank reports
+ * it, its CPU share (its speed is f_p times the share) is cpu / wall over its
+ * units, whatever it does while it waits: a rank that busy-polls in MPI under
+ * a CPU quota spends the quota polling, and the share measured over the whole
+ * period takes it for faster than it is. Without it, the share is the
+ * process's CPU time over the period less the reported waits. -1 when a time
+ * is negative or not finite, or when `cpu` exceeds `wall` (a process's CPU
+ * time over several threads); nothing is counted then. */
+int hpclb_mpi_busy(hpclb_ctx *c, double wall, double cpu);
 /* Collective: decide. Afterwards hpclb_mpi_moves() is the plan (the same on
  * every rank); imbalance (max/avg of the loads, before and predicted after)
  * may be NULL. */
