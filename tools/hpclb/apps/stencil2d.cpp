@@ -12,13 +12,16 @@
 // usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K] [--kernel jacobi|wave]
 //        [--mode none|refine|container|drum] [--slow RANK:FACTOR] [--die-at ITER]
 //        [--machine XML] [--monitor-period S] [--remeasure S]
-//        [--persistence N] [--max-moves N] [--move-fraction F]
+//        [--persistence N] [--max-moves N] [--move-fraction F] [--no-peers]
 // --machine: DRUM's machine tree from the paper's XML (drum mode);
 // --monitor-period: the monitor thread's period; --remeasure: f_p measured
 // again at every LB step for S seconds.
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
 // --persistence, --max-moves, --move-fraction: the damping's (hpclb_damping).
+// Each block's four neighbours are its peers (hpclb_mpi_unit_peers): moved
+// blocks stay next to their neighbours. --no-peers leaves the graph out
+// (the refinement's plain largest-that-fits choice).
 #include "hpclb/hpclb_mpi.h"
 #include "started.hpp"
 
@@ -86,7 +89,7 @@ int main(int argc, char **argv)
 	int n = 256, iters = 100, every = 10, mode = HPCLB_MODE_REFINE, slow_rank = -1, die_at = -1;
 	double slow = 1, monitor_period = 0, remeasure = 0;
 	std::string machine;
-	bool bad_kernel = false, damping = false;
+	bool bad_kernel = false, damping = false, comm_aware = true;
 	hpclb_damping damp;
 	hpclb_damping_defaults(&damp);
 	for (int i = 1; i < argc; i++) {
@@ -121,6 +124,8 @@ int main(int argc, char **argv)
 			monitor_period = std::atof(val().c_str());
 		else if (a == "--remeasure")
 			remeasure = std::atof(val().c_str());
+		else if (a == "--no-peers")
+			comm_aware = false;
 		else if (a == "--persistence")
 			damp.persistence = std::atoi(val().c_str()), damping = true;
 		else if (a == "--max-moves")
@@ -319,6 +324,16 @@ int main(int argc, char **argv)
 				hpclb_mpi_unit(lb, b, bl.load,
 					       (bl.a.size() + bl.prev.size()) * sizeof(double));
 				bl.load = 0;
+				if (comm_aware) { // the blocks it exchanges a halo with
+					int64_t nb[4];
+					size_t k = 0;
+					for (int d = 0; d < 4; d++) {
+						int ni = b / B + di[d], nj = b % B + dj[d];
+						if (ni >= 0 && ni < B && nj >= 0 && nj < B)
+							nb[k++] = ni * B + nj;
+					}
+					hpclb_mpi_unit_peers(lb, b, nb, k);
+				}
 			}
 			double ib = 1, ia = 1;
 			if (hpclb_mpi_step(lb, &ib, &ia) != 0) {

@@ -153,6 +153,7 @@ struct hpclb_ctx {
 	hpclb::Damper damper;
 	hpclb::ShareEstimator share; // the CPU share, measured over the periods
 	std::vector<UnitRec> units;
+	std::vector<int64_t> peers; // this period's graph: id, n, then n peer ids, ...
 	std::vector<hpclb_move> moves;
 	std::vector<double> psi_acc; // rank 0: accumulated psi per rank
 	std::vector<int> cpus;
@@ -431,6 +432,19 @@ int hpclb_mpi_unit(hpclb_ctx *c, int64_t id, double load, uint64_t bytes)
 	return 0;
 }
 
+int hpclb_mpi_unit_peers(hpclb_ctx *c, int64_t id, const int64_t *peers, size_t n)
+{
+	if (n && !peers) {
+		mpi_error = "unit " + std::to_string(id) + ": " + std::to_string(n) +
+			    " peers and no array";
+		return -1;
+	}
+	c->peers.push_back(id);
+	c->peers.push_back(static_cast<int64_t>(n));
+	c->peers.insert(c->peers.end(), peers, peers + n);
+	return 0;
+}
+
 int hpclb_mpi_wait(hpclb_ctx *c, double s)
 {
 	if (!(s >= 0)) {
@@ -555,6 +569,23 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	MPI_Gatherv(c->units.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(),
 		    MPI_BYTE, 0, c->comm);
 	c->units.clear();
+	// The communication graph, when the application gives one
+	// (hpclb_mpi_unit_peers): 8 bytes per edge.
+	const int np = static_cast<int>(c->peers.size());
+	std::vector<int> pcounts(c->rank ? 0 : c->size), pdispls(c->rank ? 0 : c->size);
+	MPI_Gather(&np, 1, MPI_INT, pcounts.data(), 1, MPI_INT, 0, c->comm);
+	std::vector<int64_t> allpeers;
+	if (!c->rank) {
+		size_t tot = 0;
+		for (int p = 0; p < c->size; p++) {
+			pdispls[p] = static_cast<int>(tot);
+			tot += static_cast<size_t>(pcounts[p]);
+		}
+		allpeers.resize(tot);
+	}
+	MPI_Gatherv(c->peers.data(), np, MPI_INT64_T, allpeers.data(), pcounts.data(),
+		    pdispls.data(), MPI_INT64_T, 0, c->comm);
+	c->peers.clear();
 
 	// Rank 0 decides: [status, n moves, imbalance before/after] then moves.
 	double head[4] = {0, 0, 1, 1};
@@ -562,6 +593,21 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	c->moves.clear();
 	if (!c->rank) {
 		try {
+			hpclb::Peers graph;
+			for (size_t at = 0; at + 1 < allpeers.size();) {
+				const int64_t id = allpeers[at], cnt = allpeers[at + 1];
+				if (cnt < 0 || at + 2 + static_cast<size_t>(cnt) > allpeers.size())
+					throw hpclb::Error("unit " + std::to_string(id) +
+							   ": bad peer list");
+				auto &g = graph[id];
+				g.insert(g.end(),
+					 allpeers.begin() + static_cast<std::ptrdiff_t>(at + 2),
+					 allpeers.begin() +
+						 static_cast<std::ptrdiff_t>(
+							 at + 2 + static_cast<size_t>(cnt)));
+				at += 2 + static_cast<size_t>(cnt);
+			}
+			const hpclb::Peers *peers = graph.empty() ? nullptr : &graph;
 			std::vector<hpclb::Task> tasks;
 			size_t k = 0;
 			for (int p = 0; p < c->size; p++)
@@ -623,7 +669,7 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 			// smoothed loads; its moves are the plan.
 			auto refine_plan = [&](const std::vector<hpclb::Vcpu> &speeds) {
 				auto probe = hpclb::refine(speeds, sm, 0);
-				auto r = hpclb::refine(speeds, sm, c->epsilon * probe.avg);
+				auto r = hpclb::refine(speeds, sm, c->epsilon * probe.avg, peers);
 				for (size_t i = 0; i < sm.size(); i++)
 					if (r.proc[i] != sm[i].proc)
 						plan.push_back({sm[i].id, sm[i].proc, r.proc[i]});

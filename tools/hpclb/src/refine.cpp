@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -71,7 +72,8 @@ bool worth_moving(double before, double after, double min_gain)
 	return before - after >= min_gain * before && after < before;
 }
 
-RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon)
+RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon,
+		    const Peers *peers)
 {
 	const size_t P = vcpus.size();
 	if (!P)
@@ -94,6 +96,31 @@ RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tas
 				    ": CPU time must be >= 0");
 		if (!ids.insert(t.id).second)
 			throw Error("refine: task id " + std::to_string(t.id) + " appears twice");
+	}
+
+	// The graph as task indices (an edge to an unknown unit is an error: a
+	// peer that is not registered cannot be placed).
+	std::vector<std::vector<size_t>> nbr;
+	if (peers && !peers->empty()) {
+		std::map<int64_t, size_t> index;
+		for (size_t i = 0; i < tasks.size(); i++)
+			index[tasks[i].id] = i;
+		nbr.resize(tasks.size());
+		for (const auto &[id, list] : *peers) {
+			auto it = index.find(id);
+			if (it == index.end())
+				throw Error("refine: peers given for unit " + std::to_string(id) +
+					    ", which is no task");
+			for (int64_t q : list) {
+				auto jt = index.find(q);
+				if (jt == index.end())
+					throw Error("refine: unit " + std::to_string(id) +
+						    " has peer " + std::to_string(q) +
+						    ", which is no task");
+				if (q != id)
+					nbr[it->second].push_back(jt->second);
+			}
+		}
 	}
 
 	RefineResult r;
@@ -170,6 +197,27 @@ RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tas
 		if (it == set.begin())
 			continue; // nothing fits anywhere: the donor stays as it is
 		--it;
+		if (!nbr.empty()) {
+			// Among the tasks that fit, the one with the most peers on the
+			// receiver less those on the donor; ties: the largest (the
+			// first met going down the set's order).
+			auto gain = [&](size_t i) {
+				long g = 0;
+				for (size_t q : nbr[i])
+					g += r.proc[q] == static_cast<int>(core)    ? 1
+					     : r.proc[q] == static_cast<int>(donor) ? -1
+										    : 0;
+				return g;
+			};
+			auto best = it;
+			long best_gain = gain(std::get<2>(*it));
+			for (auto j = it; j != set.begin();)
+				if (long g = gain(std::get<2>(*--j)); g > best_gain) {
+					best = j;
+					best_gain = g;
+				}
+			it = best;
+		}
 		size_t task = std::get<2>(*it);
 		on[core].insert(*it);
 		set.erase(it);

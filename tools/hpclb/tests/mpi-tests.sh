@@ -46,6 +46,16 @@ for np in 2 4; do
 		fi
 	done
 done
+# Without the blocks' peers (--no-peers) the refinement picks its own
+# blocks: they move and the result is the same.
+run 2 "$tmp/nopeers" --mode refine --slow 0:4 --persistence 1 --no-peers
+rc=$?
+moves=$(awk '/^lb step/ {m += $(NF-1)} END {print m + 0}' "$tmp/nopeers")
+if [ $rc -eq 0 ] && [ "$(sum "$tmp/nopeers")" = "$(sum "$tmp/none2")" ] && [ "$moves" -gt 0 ]; then
+	ok "stencil2d --no-peers: $moves moves, checksum as without balancing"
+else
+	nok "stencil2d --no-peers: exit $rc, $moves moves" "$tmp/nopeers"
+fi
 # The documented example: every unit is somewhere, once, after the moves.
 timeout -k 5 120 mpirun $root --oversubscribe -np 3 "$build/tools/hpclb/hpclb-example" >"$tmp/ex" 2>&1
 rc=$?

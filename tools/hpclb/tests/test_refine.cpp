@@ -218,6 +218,96 @@ TEST(Refine, NeverMovesWorkToTheVcpuWhoseBackgroundRose)
 	}
 }
 
+namespace
+{
+// A B x B grid of blocks of equal work, the top half on VCPU 0 and the
+// bottom half on VCPU 1, half as fast (its blocks take 2 s, VCPU 0's 1 s);
+// peers: the four neighbours.
+struct Grid {
+	int B;
+	std::vector<Task> tasks;
+	Peers peers;
+	explicit Grid(int b) : B(b)
+	{
+		for (int i = 0; i < B; i++)
+			for (int j = 0; j < B; j++) {
+				const int64_t id = i * B + j;
+				tasks.push_back({id, i < B / 2 ? 1.0 : 2.0, i < B / 2 ? 0 : 1, 0});
+				const int di[4] = {-1, 1, 0, 0}, dj[4] = {0, 0, -1, 1};
+				for (int d = 0; d < 4; d++) {
+					int ni = i + di[d], nj = j + dj[d];
+					if (ni >= 0 && ni < B && nj >= 0 && nj < B)
+						peers[id].push_back(ni * B + nj);
+				}
+			}
+	}
+	// Edges between blocks on different VCPUs.
+	int cut(const std::vector<int> &proc) const
+	{
+		int c = 0;
+		for (const auto &[id, list] : peers)
+			for (int64_t q : list)
+				c += proc[static_cast<size_t>(id)] != proc[static_cast<size_t>(q)];
+		return c / 2;
+	}
+};
+} // namespace
+
+TEST(Refine, PeersKeepMovedWorkNextToItsNeighbours)
+{
+	// VCPU 1 half as fast: a third of its 128 blocks go to VCPU 0. Without
+	// the graph the largest ids go (all equal): the bottom rows, at the far
+	// side of VCPU 1, a second boundary as long as the first. With it the
+	// blocks next to VCPU 0 go first, row after row: one boundary.
+	Grid g(16);
+	std::vector<Vcpu> v{{1, 0}, {0.5, 0}};
+	std::vector<int> before;
+	for (const auto &t : g.tasks)
+		before.push_back(t.proc);
+	ASSERT_EQ(g.cut(before), 16);
+	auto plain = refine(v, g.tasks, 0.5);
+	auto comm = refine(v, g.tasks, 0.5, &g.peers);
+	EXPECT_EQ(comm.moves, plain.moves);
+	EXPECT_GE(comm.moves, 40u);
+	EXPECT_LT(comm.imbalance_after, 1.02);
+	EXPECT_DOUBLE_EQ(comm.imbalance_after, plain.imbalance_after);
+	EXPECT_GE(g.cut(plain.proc), 2 * 16) << "two boundaries";
+	EXPECT_LE(g.cut(comm.proc), 16 + 2) << "a moved strip: the cut stays one row long";
+	// The same plan whatever the order of the tasks and of the peer lists.
+	auto shuffled = g.tasks;
+	std::reverse(shuffled.begin(), shuffled.end());
+	auto rev = g.peers;
+	for (auto &[id, list] : rev)
+		std::reverse(list.begin(), list.end());
+	auto again = refine(v, shuffled, 0.5, &rev);
+	for (size_t i = 0; i < g.tasks.size(); i++)
+		EXPECT_EQ(again.proc[g.tasks.size() - 1 - i], comm.proc[i]);
+	// An empty graph is no graph.
+	Peers none;
+	EXPECT_EQ(refine(v, g.tasks, 0.5, &none).proc, plain.proc);
+}
+
+TEST(Refine, PeersOfUnknownUnitsAreRefused)
+{
+	Grid g(4);
+	std::vector<Vcpu> v{{1, 0}, {0.5, 0}};
+	auto bad = g.peers;
+	bad[99] = {1};
+	EXPECT_THROW(refine(v, g.tasks, 0.1, &bad), Error);
+	bad = g.peers;
+	bad[1].push_back(77);
+	try {
+		refine(v, g.tasks, 0.1, &bad);
+		ADD_FAILURE() << "an unknown peer accepted";
+	} catch (const Error &e) {
+		EXPECT_NE(std::string(e.what()).find("peer 77"), std::string::npos) << e.what();
+	}
+	// A unit listing itself is no edge.
+	auto self = g.peers;
+	self[5].push_back(5);
+	EXPECT_EQ(refine(v, g.tasks, 0.1, &self).proc, refine(v, g.tasks, 0.1, &g.peers).proc);
+}
+
 TEST(Refine, CpuShare)
 {
 	// Busy-polling rank alone on its CPU: all of it (capped at 1).

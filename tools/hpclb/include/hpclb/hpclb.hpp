@@ -223,8 +223,20 @@ private:
 // `before` to `after` by at least `min_gain` of `before`.
 bool worth_moving(double before, double after, double min_gain);
 
+// The application's communication graph, when it gives one: for a unit id,
+// the units it exchanges data with (e.g. a stencil block's neighbours).
+using Peers = std::map<int64_t, std::vector<int64_t>>;
+
 // Algorithm 1. epsilon: permissible deviation from Tk_avg, in ticks (>= 0).
-RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon);
+// With `peers`, the task a donor gives is, among those the receiver takes
+// without going above its share, the one with the most peers on the
+// receiver less those left on the donor (then the largest, then the
+// highest id): the moved work stays next to its peers instead of becoming
+// islands that each send their halo across (Charm++'s RefineCommLB does the
+// same). Without, the largest that fits (the paper's getBestCoreAndTask).
+// A peer or a unit of `peers` that is no task throws Error.
+RefineResult refine(const std::vector<Vcpu> &vcpus, const std::vector<Task> &tasks, double epsilon,
+		    const Peers *peers = nullptr);
 
 // The paper's compute loop (Figure 2), `iter_block` iterations: the VCPU's
 // "frequency" f_p in loop iterations per second.

@@ -60,6 +60,15 @@ int hpclb_mpi_set_dump_rate(hpclb_ctx *c, double bytes_per_s);
 /* A unit this rank holds, with its measured load (seconds) since the last
  * step and its size in bytes. Register every unit once per period. */
 int hpclb_mpi_unit(hpclb_ctx *c, int64_t id, double load, uint64_t bytes);
+/* Optional: the units unit `id` exchanges data with (its neighbours in the
+ * application's communication graph, e.g. a stencil block's), registered
+ * with the unit each period. The refinement (and DRUM's placement) then
+ * gives away, among the units that fit, the one with the most peers on the
+ * receiver less those left behind, so moved work stays next to its peers
+ * and the halo that crosses nodes does not grow with every move. Every peer
+ * must be a registered unit (the step fails with the unit's id otherwise).
+ * -1 when n > 0 and peers is NULL. */
+int hpclb_mpi_unit_peers(hpclb_ctx *c, int64_t id, const int64_t *peers, size_t n);
 /* Time (s) this rank waited for others since the last step (e.g. in its
  * halo exchange). When a rank reports it, its background load is
  * O_p = T_lb - sum(load) - wait (Eq. 2 with the rank's own idle time);
