@@ -13,7 +13,9 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <type_traits>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace hpclb
@@ -196,6 +198,31 @@ template <class F> bool decided_on_root(hpclb_ctx *c, F what)
 	MPI_Bcast(err.data(), len, MPI_CHAR, 0, c->comm);
 	mpi_error = err;
 	return false;
+}
+
+// Every rank's `mine` on rank 0, in rank order, and how many elements each
+// rank gave (both empty on the other ranks). Collective.
+template <class T>
+std::pair<std::vector<T>, std::vector<int>> gather_on_root(hpclb_ctx *c, const std::vector<T> &mine)
+{
+	static_assert(std::is_trivially_copyable_v<T>);
+	const int n = static_cast<int>(mine.size() * sizeof(T));
+	std::vector<int> counts(c->rank ? 0 : c->size), displs(c->rank ? 0 : c->size);
+	MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c->comm);
+	std::vector<T> all;
+	if (!c->rank) {
+		size_t tot = 0;
+		for (int p = 0; p < c->size; p++) {
+			displs[p] = static_cast<int>(tot);
+			tot += static_cast<size_t>(counts[p]);
+		}
+		all.resize(tot / sizeof(T));
+	}
+	MPI_Gatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, 0,
+		    c->comm);
+	for (auto &k : counts)
+		k /= static_cast<int>(sizeof(T));
+	return {std::move(all), std::move(counts)};
 }
 
 std::vector<std::string> gather_hosts(hpclb_ctx *c)
@@ -552,39 +579,13 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 	c->wait = 0;
 	c->wait_known = false;
 
-	int n = static_cast<int>(c->units.size() * sizeof(UnitRec));
-	std::vector<int> counts(c->rank ? 0 : c->size), displs(c->rank ? 0 : c->size);
-	MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c->comm);
 	std::vector<RankRec> ranks(c->rank ? 0 : c->size);
 	MPI_Gather(&me, sizeof me, MPI_BYTE, ranks.data(), sizeof me, MPI_BYTE, 0, c->comm);
-	std::vector<UnitRec> all;
-	if (!c->rank) {
-		size_t tot = 0;
-		for (int p = 0; p < c->size; p++) {
-			displs[p] = static_cast<int>(tot);
-			tot += static_cast<size_t>(counts[p]);
-		}
-		all.resize(tot / sizeof(UnitRec));
-	}
-	MPI_Gatherv(c->units.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(),
-		    MPI_BYTE, 0, c->comm);
+	auto [all, counts] = gather_on_root(c, c->units);
 	c->units.clear();
 	// The communication graph, when the application gives one
 	// (hpclb_mpi_unit_peers): 8 bytes per edge.
-	const int np = static_cast<int>(c->peers.size());
-	std::vector<int> pcounts(c->rank ? 0 : c->size), pdispls(c->rank ? 0 : c->size);
-	MPI_Gather(&np, 1, MPI_INT, pcounts.data(), 1, MPI_INT, 0, c->comm);
-	std::vector<int64_t> allpeers;
-	if (!c->rank) {
-		size_t tot = 0;
-		for (int p = 0; p < c->size; p++) {
-			pdispls[p] = static_cast<int>(tot);
-			tot += static_cast<size_t>(pcounts[p]);
-		}
-		allpeers.resize(tot);
-	}
-	MPI_Gatherv(c->peers.data(), np, MPI_INT64_T, allpeers.data(), pcounts.data(),
-		    pdispls.data(), MPI_INT64_T, 0, c->comm);
+	auto allpeers = gather_on_root(c, c->peers).first;
 	c->peers.clear();
 
 	// Rank 0 decides: [status, n moves, imbalance before/after] then moves.
@@ -611,8 +612,7 @@ int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 			std::vector<hpclb::Task> tasks;
 			size_t k = 0;
 			for (int p = 0; p < c->size; p++)
-				for (int j = 0; j < counts[p] / static_cast<int>(sizeof(UnitRec));
-				     j++, k++)
+				for (int j = 0; j < counts[p]; j++, k++)
 					tasks.push_back({all[k].id, all[k].load, p, all[k].bytes});
 			std::vector<hpclb::Vcpu> v;
 			std::vector<double> interval(static_cast<size_t>(c->size), 0);
