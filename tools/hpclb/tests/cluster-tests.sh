@@ -109,11 +109,26 @@ if [ $rc -eq 0 ] && grep -q "^hpclb: drum rank 2 node 5 ($name-n2) share" "$tmp/
 else
 	nok "drum XML tree on the cluster: exit $rc" "$tmp/drumx"
 fi
-# A node's CPU quota is set on its cgroup, and refused for unknown nodes.
-if "$cl" quota 1 25 "$name" && "$cl" quota 1 100 "$name" && ! "$cl" quota 7 50 "$name" 2>"$tmp/q" &&
-	grep -q "no node 7" "$tmp/q"; then
-	ok "quota per node; an unknown node is refused with a message"
+# A node's CPU quota is set on its cgroup (1 ms, the kernel's least, in
+# every 100 / PERCENT ms), lifted at 100 %, and refused for unknown nodes.
+quota_of() { # quota_of NODE: "QUOTA_US PERIOD_US" of its cgroup (-1: none)
+	local v2=/sys/fs/cgroup/hpclb-$name/n$1 v1=/sys/fs/cgroup/cpu/hpclb-$name/n$1
+	if [ -e "$v2/cpu.max" ]; then
+		sed 's/^max/-1/' "$v2/cpu.max"
+	else
+		echo "$(cat "$v1/cpu.cfs_quota_us") $(cat "$v1/cpu.cfs_period_us")"
+	fi
+}
+q25= q50= q100=
+"$cl" quota 1 25 "$name" && q25=$(quota_of 1)
+"$cl" quota 1 50 "$name" && q50=$(quota_of 1)
+"$cl" quota 1 100 "$name" && q100=$(quota_of 1)
+if [ "$q25" = "1000 4000" ] && [ "$q50" = "1000 2000" ] && [ "${q100%% *}" = -1 ] &&
+	[ "$(quota_of 0 | cut -d' ' -f1)" = -1 ] &&
+	! "$cl" quota 7 50 "$name" 2>"$tmp/q" && grep -q "no node 7" "$tmp/q"; then
+	ok "quota per node: 1 ms in 4 at 25 %, in 2 at 50 %, none at 100 %; unknown node refused"
 else
+	echo "25 %: $q25; 50 %: $q50; 100 %: $q100" >>"$tmp/q"
 	nok "quota" "$tmp/q"
 fi
 # Each node has its CPU set (CPU i mod the machine's CPUs), and its ranks run
