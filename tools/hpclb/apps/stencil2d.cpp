@@ -12,12 +12,15 @@
 // usage: hpclb-stencil2d [--n N] [--blocks B] [--iters I] [--lb-every K] [--kernel jacobi|wave]
 //        [--mode none|refine|container|drum] [--slow RANK:FACTOR] [--die-at ITER]
 //        [--machine XML] [--monitor-period S] [--remeasure S]
-//        [--persistence N] [--max-moves N] [--move-fraction F] [--no-peers]
+//        [--persistence N] [--max-moves N] [--move-fraction F] [--no-peers] [--work K]
 // --machine: DRUM's machine tree from the paper's XML (drum mode);
 // --monitor-period: the monitor thread's period; --remeasure: f_p measured
 // again at every LB step for S seconds.
 // --slow makes one rank FACTOR times slower (it repeats its kernel), for
 // runs without cgroups; --die-at makes rank 1 exit there (tests).
+// --work K sweeps each block K times per iteration (more arithmetic per
+// byte, as a higher-order stencil or more variables per cell: a block stays
+// in cache, so an iteration lasts longer without touching more memory).
 // --persistence, --max-moves, --move-fraction: the damping's (hpclb_damping).
 // Each block's four neighbours are its peers (hpclb_mpi_unit_peers): moved
 // blocks stay next to their neighbours. --no-peers leaves the graph out
@@ -90,6 +93,7 @@ int main(int argc, char **argv)
 	double slow = 1, monitor_period = 0, remeasure = 0;
 	std::string machine;
 	bool bad_kernel = false, damping = false, comm_aware = true;
+	int work = 1;
 	hpclb_damping damp;
 	hpclb_damping_defaults(&damp);
 	for (int i = 1; i < argc; i++) {
@@ -124,6 +128,8 @@ int main(int argc, char **argv)
 			monitor_period = std::atof(val().c_str());
 		else if (a == "--remeasure")
 			remeasure = std::atof(val().c_str());
+		else if (a == "--work")
+			work = std::atoi(val().c_str());
 		else if (a == "--no-peers")
 			comm_aware = false;
 		else if (a == "--persistence")
@@ -148,12 +154,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (n < 4 || B < 1 || n % B || iters < 1 || every < 1 || mode < 0 || slow_rank < -1 ||
-	    bad_kernel) {
+	    bad_kernel || work < 1 || work > 1000) {
 		if (!rank)
 			std::fprintf(stderr,
 				     "stencil2d: bad arguments (N divisible by B, kernel "
 				     "jacobi|wave, mode "
-				     "none|refine|container|drum, --slow RANK:FACTOR>=1)\n");
+				     "none|refine|container|drum, --slow RANK:FACTOR>=1, --work "
+				     "1..1000)\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -286,7 +293,8 @@ int main(int argc, char **argv)
 			// in the refinement paper (§IV), it includes what interference
 			// takes; what is outside blocks and waits is background, O_p.
 			const double c0 = MPI_Wtime();
-			int reps = rank == slow_rank ? static_cast<int>(std::lround(slow)) : 1;
+			int reps = work *
+				   (rank == slow_rank ? static_cast<int>(std::lround(slow)) : 1);
 			for (int r = 0; r < reps; r++)
 				for (int i = 1; i <= S; i++)
 					for (int j = 1; j <= S; j++) {

@@ -252,13 +252,33 @@ for bad in "--persistence -1:persistence must be >= 1" "--max-moves 0:move budge
 		nok "damping ${bad%%:*}: exit $rc" "$tmp/dbad"
 	fi
 done
-# Bad arguments: a clear error, exit 2, on every rank count.
-run 2 "$tmp/bad" --mode fastest
-rc=$?
-if [ $rc -ne 0 ] && grep -q "bad arguments" "$tmp/bad"; then
-	ok "bad arguments are refused with a message"
+# --work K sweeps each block K times an iteration: the same result and the
+# same LB steps.
+run 2 "$tmp/work1" --mode none
+run 2 "$tmp/work4" --mode none --work 4
+steps() { awk '/^lb step/ {n++} END {print n + 0}' "$1"; }
+if [ -n "$(sum "$tmp/work1")" ] && [ "$(sum "$tmp/work4")" = "$(sum "$tmp/work1")" ] &&
+	[ "$(steps "$tmp/work4")" -gt 0 ] && [ "$(steps "$tmp/work4")" = "$(steps "$tmp/work1")" ]; then
+	ok "stencil2d --work 4: the same checksum and LB steps as --work 1"
 else
-	nok "bad arguments: exit $rc" "$tmp/bad"
+	nok "stencil2d --work: checksums $(sum "$tmp/work1") / $(sum "$tmp/work4")" "$tmp/work4"
+fi
+# Bad arguments: a clear error, exit 2, on every rank count.
+bad_ok=0
+for b in "--mode fastest" "--work 0" "--work 5000"; do
+	run 2 "$tmp/bad" $b
+	rc=$?
+	if [ $rc -ne 0 ] && grep -q "bad arguments" "$tmp/bad" && ! grep -q "^lb step" "$tmp/bad"; then
+		bad_ok=$((bad_ok + 1))
+	else
+		cp "$tmp/bad" "$tmp/bad-shown"
+		echo "# $b: exit $rc" >>"$tmp/bad-shown"
+	fi
+done
+if [ $bad_ok -eq 3 ]; then
+	ok "bad arguments (an unknown mode, --work 0 and 5000) are refused with a message"
+else
+	nok "bad arguments: $bad_ok of 3 refused" "$tmp/bad-shown"
 fi
 echo "1..$n"
 [ $fail -eq 0 ]
