@@ -7,7 +7,16 @@
 #           node 1 only) BENCH_INTERF_AT s after the timed loop starts
 #   both    the two together
 # Methods: none, refine, refine-fp (the refinement with f_p measured again at
-# every LB step for 0.05 s, --remeasure), container, drum.
+# every LB step for 0.01 s, --remeasure), container, drum.
+# The grid (1024 x 1024, 16 MB) fits the L3 cache the emulated nodes share:
+# at 2048 x 2048 they shared the memory bandwidth too, and a node's blocks
+# ran 45 % slower when the other node computed more, so that no node had a
+# speed of its own. Each block is swept 10 times an iteration (--work 10,
+# in cache): an iteration lasts ~9 ms, several of the quota's 2 ms periods
+# and of the scheduler's slices, so a node under a quota or beside a busy
+# process is a slower CPU for it rather than one stopped for whole
+# iterations (MPI ranks busy-poll: a rank stopped for longer than a step
+# holds every other rank up, whatever its share of the work).
 # Each round runs every method of a condition one after the other (side by
 # side; the order rotates from round to round, so that a drift of the
 # machine's load is not always against the same method); medians over
@@ -25,7 +34,8 @@ out=${2:?usage: compare.sh BUILD_DIR OUT_DIR}
 cl=$here/../cluster/hpclb-cluster
 app=$build/tools/hpclb/hpclb-stencil2d
 reps=${BENCH_HPCLB_REPEAT:-2} quota=${BENCH_QUOTA:-50} at=${BENCH_INTERF_AT:-2}
-iters=${BENCH_STENCIL_ITERS:-600} n=${BENCH_STENCIL_N:-2048}
+iters=${BENCH_STENCIL_ITERS:-600} n=${BENCH_STENCIL_N:-1024} every=${BENCH_STENCIL_LB_EVERY:-10}
+work=${BENCH_STENCIL_WORK:-10}
 [ -x "$app" ] || { echo "bench-hpclb: $app is not built" >&2; exit 1; }
 name=hbench
 mkdir -p "$out"
@@ -88,18 +98,18 @@ run() {
 }
 
 methods=(none refine refine-fp container drum)
-echo "== libhpclb: Stencil2D ${n}x${n}, 256 blocks, $iters iterations, LB every 10, 2 namespace nodes (one CPU each); $reps round(s)"
+echo "== libhpclb: Stencil2D ${n}x${n}, 256 blocks, $iters iterations of $work sweeps, LB every $every, 2 namespace nodes (one CPU each); $reps round(s)"
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
 	for cond in hetero interf both; do
 		k=$(((r - 1) % ${#methods[@]}))
 		for m in "${methods[@]:$k}" "${methods[@]:0:$k}"; do
 			case $m in
-			refine-fp) margs=(--mode refine --remeasure 0.05) ;;
+			refine-fp) margs=(--mode refine --remeasure 0.01) ;;
 			*) margs=(--mode "$m") ;;
 			esac
 			run "$out/$cond-$m-$r.txt" $cond "$app" --n "$n" --blocks 16 \
-				--iters "$iters" --lb-every 10 "${margs[@]}"
+				--iters "$iters" --lb-every "$every" --work "$work" "${margs[@]}"
 			printf ' %s/%s' "$cond" "$m"
 		done
 	done
@@ -107,7 +117,7 @@ for r in $(seq "$reps"); do
 done
 # RUPER-LB: Monte-Carlo (2 threads per node), static split vs RUPER-LB.
 mc=$build/tools/hpclb/hpclb-montecarlo
-samples=${BENCH_MC_SAMPLES:-60000000}
+samples=${BENCH_MC_SAMPLES:-300000000}
 echo "== libhpclb: Monte-Carlo, $samples samples, 2 nodes x 2 threads; $reps round(s)"
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
