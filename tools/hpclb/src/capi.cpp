@@ -157,8 +157,9 @@ double hpclb_h_cpu(const double *speeds, size_t n)
 	return h;
 }
 
-int hpclb_refine(const hpclb_vcpu *vcpus, size_t nv, const hpclb_task *tasks, size_t nt, double eps,
-		 int *new_proc, double *before, double *after)
+int hpclb_refine_peers(const hpclb_vcpu *vcpus, size_t nv, const hpclb_task *tasks, size_t nt,
+		       double eps, const size_t *peer_start, const int64_t *peers, int *new_proc,
+		       double *before, double *after)
 {
 	return guard([&] {
 		std::vector<hpclb::Vcpu> v(nv);
@@ -167,13 +168,32 @@ int hpclb_refine(const hpclb_vcpu *vcpus, size_t nv, const hpclb_task *tasks, si
 		std::vector<hpclb::Task> t(nt);
 		for (size_t i = 0; i < nt; i++)
 			t[i] = {tasks[i].id, tasks[i].cpu_time, tasks[i].proc, tasks[i].bytes};
-		auto r = hpclb::refine(v, t, eps);
+		hpclb::Peers graph;
+		if (peer_start) {
+			for (size_t i = 0; i < nt; i++) {
+				if (peer_start[i + 1] < peer_start[i] ||
+				    (peer_start[i + 1] && !peers))
+					throw hpclb::Error(
+						"refine: peer_start must not decrease, and "
+						"peers must be given");
+				graph[t[i].id].assign(peers + peer_start[i],
+						      peers + peer_start[i + 1]);
+			}
+		}
+		auto r = hpclb::refine(v, t, eps, peer_start ? &graph : nullptr);
 		std::copy(r.proc.begin(), r.proc.end(), new_proc);
 		if (before)
 			*before = r.imbalance_before;
 		if (after)
 			*after = r.imbalance_after;
 	});
+}
+
+int hpclb_refine(const hpclb_vcpu *vcpus, size_t nv, const hpclb_task *tasks, size_t nt, double eps,
+		 int *new_proc, double *before, double *after)
+{
+	return hpclb_refine_peers(vcpus, nv, tasks, nt, eps, nullptr, nullptr, new_proc, before,
+				  after);
 }
 
 double hpclb_background_load(double t_lb, double task_time, double t_idle)

@@ -61,6 +61,28 @@ int capi_refine(char *msg, size_t len)
 	CHECK(hpclb_refine(v, 2, t, 4, 0.5, p, NULL, NULL) == -1);
 	CHECK(p[0] == -7); /* nothing written */
 	CHECK(hpclb_background_load(10, 6, 1) == 3);
+
+	/* A line 1-2-3-4-5-6, tasks 1-2 on VCPU 0 and 3-6 on VCPU 1: one task
+	 * goes over. Without the graph the highest id (6, at the far end); with
+	 * it task 3, next to task 2. */
+	hpclb_task line[6] = {{1, 1, 0, 0}, {2, 1, 0, 0}, {3, 1, 1, 0},
+			      {4, 1, 1, 0}, {5, 1, 1, 0}, {6, 1, 1, 0}};
+	size_t start[7] = {0, 1, 3, 5, 7, 9, 10};
+	int64_t peers[10] = {2, 1, 3, 2, 4, 3, 5, 4, 6, 5};
+	int q[6];
+	CHECK(hpclb_refine(v, 2, line, 6, 0.5, q, NULL, NULL) == 0);
+	CHECK(q[5] == 0 && q[2] == 1);
+	CHECK(hpclb_refine_peers(v, 2, line, 6, 0.5, start, peers, q, NULL, &a) == 0);
+	CHECK(q[2] == 0 && q[5] == 1 && q[3] == 1 && a == 1);
+	/* A peer that is no task, or a decreasing peer_start: -1, nothing written. */
+	peers[9] = 77;
+	q[0] = -7;
+	CHECK(hpclb_refine_peers(v, 2, line, 6, 0.5, start, peers, q, NULL, NULL) == -1);
+	CHECK(strstr(hpclb_last_error(), "peer 77"));
+	peers[9] = 5;
+	start[3] = 2;
+	CHECK(hpclb_refine_peers(v, 2, line, 6, 0.5, start, peers, q, NULL, NULL) == -1);
+	CHECK(q[0] == -7);
 	return 0;
 }
 

@@ -51,6 +51,14 @@ typedef struct {
  * ticks) before and after may be NULL. */
 int hpclb_refine(const hpclb_vcpu *vcpus, size_t nvcpu, const hpclb_task *tasks, size_t ntask,
 		 double epsilon, int *new_proc, double *imbalance_before, double *imbalance_after);
+/* The same with the communication graph: task i's peers (ids of the tasks
+ * it exchanges data with) are peers[peer_start[i] .. peer_start[i + 1]);
+ * peer_start has ntask + 1 non-decreasing entries. A donor then gives the
+ * task with the most peers on the receiver less those left behind. -1 (and
+ * nothing written) on a peer that is no task or a bad peer_start. */
+int hpclb_refine_peers(const hpclb_vcpu *vcpus, size_t nvcpu, const hpclb_task *tasks, size_t ntask,
+		       double epsilon, const size_t *peer_start, const int64_t *peers,
+		       int *new_proc, double *imbalance_before, double *imbalance_after);
 double hpclb_background_load(double t_lb, double task_time, double t_idle);
 
 /* Container migration plan (Zhao et al. Algorithm 2). */
