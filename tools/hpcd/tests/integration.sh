@@ -192,6 +192,10 @@ if wait_for 10 'test "$(task_json $a prio 2>/dev/null)" = 6'; then
 else
 	nok "/proc sampling: busy task did not rise" "$("$hpcctl" top --once)"
 fi
+# The sleeper's iterations (110 ms each) go on being counted: waited for,
+# not read at the moment the busy task rose (on an idle machine that came
+# after 5 of them).
+wait_for 10 'test "$(task_json $b iterations 2>/dev/null || echo 0)" -gt 5'
 it=$(task_json $b iterations)
 check "/proc sampling: the sleeper's iterations are counted ($it)" test "${it:-0}" -gt 5
 kill -TERM $d; wait $d 2>/dev/null
