@@ -12,21 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define UNITS 32
 #define LEN 4096
 
 static double *data[UNITS]; /* data[id]: the unit's buffer, NULL if not here */
-
-/* CPU seconds of the calling thread: with the wall time of the same loop,
- * how much of its CPU this rank had while it computed (hpclb_mpi_busy). */
-static double thread_cpu(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static const void *get(int64_t id, size_t *len, void *arg)
 {
@@ -61,7 +51,7 @@ int main(int argc, char **argv)
 		if (id * size / UNITS == rank)
 			data[id] = calloc(LEN, sizeof(double));
 	for (int period = 0; period < 5; period++) {
-		const double w0 = MPI_Wtime(), c0 = thread_cpu();
+		const double w0 = MPI_Wtime(), c0 = hpclb_thread_seconds();
 		for (int id = 0; id < UNITS; id++) {
 			if (!data[id])
 				continue;
@@ -72,7 +62,7 @@ int main(int argc, char **argv)
 					data[id][k] = data[id][k] * 0.5 + k;
 			hpclb_mpi_unit(lb, id, MPI_Wtime() - t0, LEN * sizeof(double));
 		}
-		if (hpclb_mpi_busy(lb, MPI_Wtime() - w0, thread_cpu() - c0) != 0) {
+		if (hpclb_mpi_busy(lb, MPI_Wtime() - w0, hpclb_thread_seconds() - c0) != 0) {
 			fprintf(stderr, "example: %s\n", hpclb_last_error());
 			MPI_Abort(MPI_COMM_WORLD, 1);
 		}

@@ -48,13 +48,6 @@ struct Block {
 };
 int S = 32, B = 8; // block side, blocks per side
 bool wave = false; // --kernel wave: Wave2D instead of the Jacobi stencil
-// CPU seconds of the calling thread (what hpclb_mpi_busy wants).
-double thread_cpu()
-{
-	timespec t{};
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 int idx(int i, int j)
 {
 	return i * (S + 2) + j;
@@ -230,7 +223,7 @@ int main(int argc, char **argv)
 		std::vector<std::pair<int, int>> in_for;
 		out.reserve(blocks.size() * 4);
 		in.reserve(blocks.size() * 4);
-		const double p0 = MPI_Wtime(), pc0 = thread_cpu();
+		const double p0 = MPI_Wtime(), pc0 = hpclb_thread_seconds();
 		for (auto &[b, bl] : blocks) {
 			int bi = b / B, bj = b % B;
 			for (int d = 0; d < 4; d++) {
@@ -272,7 +265,7 @@ int main(int argc, char **argv)
 		double w0 = MPI_Wtime();
 		for (auto &[b, bl] : blocks)
 			bl.load += (w0 - p0) / static_cast<double>(blocks.size());
-		hpclb_mpi_busy(lb, w0 - p0, thread_cpu() - pc0);
+		hpclb_mpi_busy(lb, w0 - p0, hpclb_thread_seconds() - pc0);
 		MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
 		hpclb_mpi_wait(lb, MPI_Wtime() - w0);
 		for (size_t k = 0; k < in.size(); k++) {
@@ -287,7 +280,7 @@ int main(int argc, char **argv)
 		// The blocks' wall time and how much of it this rank had its CPU
 		// (read once around the loop: a thread CPU clock read costs about
 		// 0.5 us, a block tens of us): its CPU share while it computes.
-		const double k0 = MPI_Wtime(), kc0 = thread_cpu();
+		const double k0 = MPI_Wtime(), kc0 = hpclb_thread_seconds();
 		for (auto &[b, bl] : blocks) {
 			// t_i is the block's wall time: like the CPU time of a KVM guest
 			// in the refinement paper (§IV), it includes what interference
@@ -317,7 +310,7 @@ int main(int argc, char **argv)
 				}
 			bl.load += MPI_Wtime() - c0;
 		}
-		hpclb_mpi_busy(lb, MPI_Wtime() - k0, thread_cpu() - kc0);
+		hpclb_mpi_busy(lb, MPI_Wtime() - k0, hpclb_thread_seconds() - kc0);
 		if (it % every == 0 && it < iters) {
 			// The ranks meet first (the step would wait for the slowest
 			// anyway): lb time is the decision and the moves, not the

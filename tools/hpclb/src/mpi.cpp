@@ -506,6 +506,11 @@ int hpclb_mpi_busy(hpclb_ctx *c, double wall, double cpu)
 	return 0;
 }
 
+double hpclb_thread_seconds(void)
+{
+	return hpclb::clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+}
+
 int hpclb_mpi_step(hpclb_ctx *c, double *before, double *after)
 {
 	// This rank's measures over the period: T_lb, its own CPU time (an MPI

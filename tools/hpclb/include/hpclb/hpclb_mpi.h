@@ -76,7 +76,7 @@ int hpclb_mpi_unit_peers(hpclb_ctx *c, int64_t id, const int64_t *peers, size_t 
 int hpclb_mpi_wait(hpclb_ctx *c, double seconds);
 /* Since the last step this rank ran its units for `wall` seconds (wall
  * clock) and had its CPU for `cpu` of them: the CPU time of the thread that
- * ran them (clock_gettime(CLOCK_THREAD_CPUTIME_ID)), read around the loop
+ * ran them (hpclb_thread_seconds()), read around the loop
  * over the units rather than around each (a read costs about 0.5 us). May be
  * called any number of times per period; the sums count. When a rank reports
  * it, its CPU share (its speed is f_p times the share) is cpu / wall over its
@@ -87,6 +87,9 @@ int hpclb_mpi_wait(hpclb_ctx *c, double seconds);
  * is negative or not finite, or when `cpu` exceeds `wall` (a process's CPU
  * time over several threads); nothing is counted then. */
 int hpclb_mpi_busy(hpclb_ctx *c, double wall, double cpu);
+/* CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID): read it
+ * around the loop over the units, for hpclb_mpi_busy. */
+double hpclb_thread_seconds(void);
 /* Collective: decide. Afterwards hpclb_mpi_moves() is the plan (the same on
  * every rank); imbalance (max/avg of the loads, before and predicted after)
  * may be NULL. */
