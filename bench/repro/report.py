@@ -644,7 +644,7 @@ def main():
     lines = ["# hpcsched: reproduction of the paper's evaluation\n",
              "Boneti et al., *A Dynamic Scheduler for Balancing HPC Applications* (SC'08), "
              "Tables III-VI and Figures 3-6, on this machine. Paper numbers from "
-             "`shared/reference/paper-tables.json` (%s).\n" % paper.get("source", "")]
+             "`Documentation/data/paper-tables.json` (%s).\n" % paper.get("source", "")]
     for name in ("run-info.txt", "backends.txt"):
         p = os.path.join(a.out, name)
         if os.path.exists(p):

@@ -40,7 +40,7 @@ si_args=${SIESTA_ARGS:-} si_noise=${SIESTA_NOISE:---procs 2 --busy-us 2000 --sle
 ways3=$top/tools/hpcd/metbench-3ways.sh
 sim=$build/tools/sim/hpcsim btmz=$build/bench/btmz/btmz
 siesta=$build/bench/siesta/siesta-proxy noise=$build/bench/siesta/siesta-noise
-tables=$top/../shared/reference/paper-tables.json
+tables=$top/Documentation/data/paper-tables.json
 guest=${REPRO_GUEST:-auto}
 repeat=${REPRO_REPEAT:-1}
 gkernel=${GUEST_KERNEL:-$top/build-kernel/bzImage}

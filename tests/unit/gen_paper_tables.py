@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Generate paper_tables.h: the numbers of shared/reference/paper-tables.json
+"""Generate paper_tables.h: the numbers of Documentation/data/paper-tables.json
 that the unit tests compare the policy core with.
 
 usage: gen_paper_tables.py PAPER_TABLES_JSON OUTPUT_H

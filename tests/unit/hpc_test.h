@@ -23,7 +23,7 @@
 #define US(x)	((u64)(x) * 1000ULL)
 #define MS(x)	((u64)(x) * 1000000ULL)
 
-/* Fail (never skip) a test that needs shared/reference/paper-tables.json. */
+/* Fail (never skip) a test that needs Documentation/data/paper-tables.json. */
 static inline void require_paper_tables(void)
 {
 #ifdef PAPER_TABLES_ERROR

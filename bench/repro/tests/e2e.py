@@ -263,7 +263,7 @@ check(rc == 0 and json.loads(out)["iterations"] == 3, "hpcsim accepts the SIESTA
 rc, out, err = run(["/usr/bin/python3", REPORT, "--spec", "nas", sched_path])
 check(rc == 2 and "btmz or siesta" in err, "report.py --spec with an unknown program: status 2", err)
 rc, out, err = run(["/usr/bin/python3", REPORT, tmp, "--tables",
-                    os.path.join(top, "..", "shared", "reference", "paper-tables.json")])
+                    os.path.join(top, "Documentation", "data", "paper-tables.json")])
 check(rc != 0 and "no program results" in err, "report.py on a directory without results: an error",
       out + err)
 if os.geteuid() == 0 and hpcd_ok:
@@ -271,7 +271,7 @@ if os.geteuid() == 0 and hpcd_ok:
     os.makedirs(rep)
     os.symlink(os.path.join(tmp, "w3"), os.path.join(rep, "btmz"))
     rc, out, err = run(["/usr/bin/python3", REPORT, rep, "--tables",
-                        os.path.join(top, "..", "shared", "reference", "paper-tables.json")])
+                        os.path.join(top, "Documentation", "data", "paper-tables.json")])
     md = open(os.path.join(rep, "report.md")).read() if rc == 0 else ""
     check(rc == 0 and "Table V" in md and "| 79.63 s |" in md and "| Static | P1 |" in md
           and os.path.getsize(os.path.join(rep, "btmz-timeline.png")) > 0

@@ -28,7 +28,7 @@ from tap import check, done, run  # noqa: E402
 build = sys.argv[1]
 REPORT = os.path.join(top, "bench", "repro", "report.py")
 REPRO = os.path.join(top, "bench", "repro", "reproduce.sh")
-TABLES = os.path.join(top, "..", "shared", "reference", "paper-tables.json")
+TABLES = os.path.join(top, "Documentation", "data", "paper-tables.json")
 DATA = os.path.join(here, "data")
 LOGS = {"kernel": os.path.join(DATA, "guest-repro-kernel.log"),
         "scx": os.path.join(DATA, "guest-repro-scx.log")}
