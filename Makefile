@@ -14,7 +14,11 @@ BUILD      ?= $(TOP)/build
 RESULTS    ?= $(BUILD)/results
 JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
-export RESULTS
+# Warnings stop the build only in the developers' and CI's build: WERROR=ON
+# (CI=true implies it). Every other build shows them and goes on.
+WERROR     ?= $(if $(filter true 1 yes,$(CI)),ON,OFF)
+WERROR_FLAG := $(if $(filter ON,$(WERROR)),-Werror)
+export RESULTS WERROR WERROR_FLAG
 
 # CHECK_SUITES given in the environment or on the command line picks the
 # suites 'make check' runs (e.g. CHECK_SUITES=hpcd make check); the
@@ -33,10 +37,12 @@ deps:
 	@tools/deps.sh
 
 $(BUILD)/CMakeCache.txt: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) \
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_WERROR=$(WERROR) \
 		-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 
 build: deps $(BUILD)/CMakeCache.txt
+	@grep -qx 'HPCSCHED_WERROR:BOOL=$(WERROR)' $(BUILD)/CMakeCache.txt || \
+		cmake -DHPCSCHED_WERROR=$(WERROR) $(BUILD) > /dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 include tools/userspace.mk

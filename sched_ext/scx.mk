@@ -35,7 +35,7 @@ SCX_BPF_CFLAGS = -g -O2 -target bpf -mcpu=v3 -mlittle-endian -D__TARGET_ARCH_x86
 	$(shell $(SCX_CLANG) -v -E - </dev/null 2>&1 | \
 		sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 
-SCX_CXXFLAGS = -std=c++20 -O2 -g -Wall -Wextra -Werror -I$(SCX_INC) -I$(SCX_TREE)/build/include \
+SCX_CXXFLAGS = -std=c++20 -O2 -g -Wall -Wextra $(WERROR_FLAG) -I$(SCX_INC) -I$(SCX_TREE)/build/include \
 	-I$(SCX_CORE) -I$(TOP)/$(SCX_DIR) -I$(TOP)/tools/common
 SCX_LDLIBS  = $(SCX_LIBBPF) -lelf -lz -pthread
 
@@ -90,7 +90,7 @@ $(SCX_INC)/scx_hpc.bpf.skel.h: $(SCX_OUT)/scx_hpc.bpf.o | $(SCX_BPFTOOL)
 
 $(SCX_OUT)/obj/%.o: $(SCX_CORE)/%.c $(SCX_CORE)/*.h
 	@mkdir -p $(dir $@)
-	gcc -O2 -g -Wall -Wextra -Werror -I$(SCX_CORE) -c $< -o $@
+	gcc -O2 -g -Wall -Wextra $(WERROR_FLAG) -I$(SCX_CORE) -c $< -o $@
 
 $(SCX_OUT)/obj/params_text.o: tools/common/params_text.cpp tools/common/params_text.hpp \
 		$(SCX_CORE)/hpc_policy.h
@@ -116,7 +116,7 @@ $(SCX_BIN)/scx_simple: $(SCX_INC)/vmlinux.h | $(SCX_LIBBPF) $(SCX_BPFTOOL)
 
 $(SCX_BIN)/%: $(SCX_DIR)/tests/%.c
 	@mkdir -p $(dir $@)
-	gcc -static -O2 -Wall -Wextra -Werror -pthread -o $@ $<
+	gcc -static -O2 -Wall -Wextra $(WERROR_FLAG) -pthread -o $@ $<
 
 $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh: $(SCX_DIR)/tests/lib.sh
 	@mkdir -p $(dir $@)

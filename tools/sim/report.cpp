@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace hpcsim
 {
@@ -35,9 +36,9 @@ std::string prio_path(const TaskResult &t)
 	std::string s = std::to_string(t.prio.front());
 	for (size_t i = 1; i < t.prio.size(); i++)
 		if (t.prio[i] != t.prio[i - 1])
-			s += ">" + std::to_string(t.prio[i]);
+			s += fmt::format(">{}", t.prio[i]);
 	if (s.size() > 14)
-		s = "..." + s.substr(s.size() - 11);
+		s = fmt::format("...{}", s.substr(s.size() - 11));
 	return s;
 }
 
@@ -144,12 +145,8 @@ std::string render_table(const Comparison &c, const json *paper)
 	}
 	o += fmt::format("{:<9} {:<4} {:>7} {:>14} {:>8.2f} s {:>5.1f} %\n", "Ideal", "-", "-", "-",
 			 c.ideal_s, 100 * (1 - c.ideal_s / c.baseline.time_s));
-	o += fmt::format("\nStatic = best constant priorities by exhaustive search: ({}).\n", [&] {
-		std::string s;
-		for (size_t i = 0; i < c.static_prio.size(); i++)
-			s += (i ? "," : "") + std::to_string(c.static_prio[i]);
-		return s;
-	}());
+	o += fmt::format("\nStatic = best constant priorities by exhaustive search: ({}).\n",
+			 fmt::join(c.static_prio, ","));
 	o += "Ideal = each core's decode share split continuously so both contexts finish "
 	     "together.\n";
 	const double ideal_gain = c.baseline.time_s - c.ideal_s;
