@@ -55,6 +55,7 @@ include tools/userspace.mk
 -include tools/kbuild/ppc.mk
 -include tools/hpclb/hpclb.mk
 -include bench/repro/repro.mk
+-include tests/tests.mk
 
 CHECK_RUN = $(or $(CHECK_ONLY),$(CHECK_SUITES))
 
