@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 	for (size_t p = 0; p < P; p++) {
 		v[p].freq = (p % 4 == 0) ? 0.5 : 1.0;         // a quarter of slow nodes
 		v[p].background = (p % 10 == 3) ? 0.02 : 0.0; // some interference
-		names.push_back("n" + std::to_string(p));
+		names.push_back(std::string("n").append(std::to_string(p)));
 	}
 	std::vector<Task> t(N);
 	std::vector<Container> c(N);
