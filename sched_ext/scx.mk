@@ -49,8 +49,9 @@ CHECK_SUITES += scx-host scx-guest scx-guest-smp4
 scx: $(SCX_TARGETS)
 
 # libbpf + bpftool, built by the kernel tree's own sched_ext Makefile (its
-# rules for them do not need vmlinux).
-$(SCX_LIBBPF) $(SCX_BPFTOOL):
+# rules for them do not need vmlinux). One recipe makes both: a grouped
+# target, so that make -j runs it once.
+$(SCX_LIBBPF) $(SCX_BPFTOOL) &:
 	@mkdir -p $(SCX_TREE)
 	@test -d $(SCX_KSRC)/tools/sched_ext || \
 		{ echo "scx: no kernel tree at $(SCX_KSRC) (make kernel, or SCX_KSRC=)"; exit 1; }
