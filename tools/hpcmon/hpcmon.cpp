@@ -473,22 +473,23 @@ bool ignored(int rank)
 	return false;
 }
 
-// LIP (container paper, eq. 1-3) of the compute times @c: max_p |c_p - mean| / c_p.
-// Negative if some c_p is 0 (undefined).
+// LIP, the load imbalance percentage of the container paper (section IV.A,
+// "similar to the traditional load imbalance percentage"), of the compute
+// times @c: (max - mean) / max, 0 when balanced, below 1. That is Eq. 3's
+// psi_p / interval_p for the most loaded process; divided by each process's
+// own time instead, a process that barely computes would dominate and the
+// "percentage" would grow without bound. Negative if no rank computed.
 double lip_of(const std::vector<double> &c)
 {
-	if (c.empty())
-		return -1;
-	double mean = 0, lip = 0;
-	for (double x : c)
-		mean += x;
-	mean /= static_cast<double>(c.size());
+	double mean = 0, max = 0;
 	for (double x : c) {
-		if (x <= 0)
-			return -1;
-		lip = std::fmax(lip, std::fabs(x - mean) / x);
+		mean += x;
+		max = std::fmax(max, x);
 	}
-	return lip;
+	if (c.empty() || max <= 0)
+		return -1;
+	mean /= static_cast<double>(c.size());
+	return (max - mean) / max;
 }
 
 void finalize_report()
@@ -593,7 +594,7 @@ void finalize_report()
 		if (lip >= 0)
 			snprintf(lips, sizeof(lips), "%.2f %%", 100 * lip);
 		else
-			snprintf(lips, sizeof(lips), "undefined (a rank did not compute)");
+			snprintf(lips, sizeof(lips), "undefined (no rank computed)");
 		if (eff >= 0)
 			snprintf(effs, sizeof(effs), "%.4f", eff);
 		else
