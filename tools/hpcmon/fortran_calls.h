@@ -36,8 +36,8 @@
  * The price: HPCMON_BLOCKING_WAIT (which turns a wait into MPI_Test polling
  * on C handles) reaches a Fortran call only if the MPI's binding goes through
  * the C MPI_* function (MPICH's mpif.h and 'use mpi' do, and some calls of
- * its mpi_f08, e.g. MPI_Allreduce; Open MPI's bindings never do). Such a nested C wrapper does not count
- * the call twice: the monitor only accounts the outermost wrapped call.
+ * its mpi_f08, e.g. MPI_Allreduce; Open MPI's bindings never do). Such a nested C wrapper does not
+ * count the call twice: the monitor only accounts the outermost wrapped call.
  *
  * hpcmon.cpp includes this file once, after its C wrappers, with
  * HPCMON_FORTRAN_WAIT, HPCMON_FORTRAN_INIT and HPCMON_FORTRAN_FINALIZE
@@ -76,44 +76,43 @@
 /*
  * The table: X(lower-case name, upper-case name, Fortran arguments including
  * IERROR, kind (WAIT, INIT, FINALIZE), f08 entries (plain: mpi_x_f08_; ts:
- * also MPICH's mpi_x_f08ts_ and mpi_x_f08ts_large_)). The WAIT rows are the
- * C wrappers of hpcmon.cpp, one for one.
+ * also MPICH's mpi_x_f08ts_ and mpi_x_f08ts_large_)). One row per C wrapper
+ * of hpcmon.cpp (tests/fortran.py checks it).
  */
-#define HPCMON_FORTRAN_CALLS(X)                      \
-	X(init, INIT, 1, INIT, plain)                \
-	X(init_thread, INIT_THREAD, 3, INIT, plain)  \
-	X(finalize, FINALIZE, 1, FINALIZE, plain)    \
-	X(barrier, BARRIER, 2, WAIT, plain)          \
-	X(wait, WAIT, 3, WAIT, plain)                \
-	X(waitall, WAITALL, 4, WAIT, plain)          \
-	X(waitany, WAITANY, 5, WAIT, plain)          \
-	X(recv, RECV, 8, WAIT, ts)                   \
-	X(probe, PROBE, 5, WAIT, plain)              \
-	X(sendrecv, SENDRECV, 13, WAIT, ts)          \
-	X(bcast, BCAST, 6, WAIT, ts)                 \
-	X(reduce, REDUCE, 8, WAIT, ts)               \
-	X(allreduce, ALLREDUCE, 7, WAIT, ts)         \
-	X(gather, GATHER, 9, WAIT, ts)               \
-	X(scatter, SCATTER, 9, WAIT, ts)             \
-	X(allgather, ALLGATHER, 8, WAIT, ts)         \
+#define HPCMON_FORTRAN_CALLS(X)                                                                    \
+	X(init, INIT, 1, INIT, plain)                                                              \
+	X(init_thread, INIT_THREAD, 3, INIT, plain)                                                \
+	X(finalize, FINALIZE, 1, FINALIZE, plain)                                                  \
+	X(barrier, BARRIER, 2, WAIT, plain)                                                        \
+	X(wait, WAIT, 3, WAIT, plain)                                                              \
+	X(waitall, WAITALL, 4, WAIT, plain)                                                        \
+	X(waitany, WAITANY, 5, WAIT, plain)                                                        \
+	X(recv, RECV, 8, WAIT, ts)                                                                 \
+	X(probe, PROBE, 5, WAIT, plain)                                                            \
+	X(sendrecv, SENDRECV, 13, WAIT, ts)                                                        \
+	X(bcast, BCAST, 6, WAIT, ts)                                                               \
+	X(reduce, REDUCE, 8, WAIT, ts)                                                             \
+	X(allreduce, ALLREDUCE, 7, WAIT, ts)                                                       \
+	X(gather, GATHER, 9, WAIT, ts)                                                             \
+	X(scatter, SCATTER, 9, WAIT, ts)                                                           \
+	X(allgather, ALLGATHER, 8, WAIT, ts)                                                       \
 	X(alltoall, ALLTOALL, 8, WAIT, ts)
 
 /* One wrapper: HPCMON_FORTRAN_<kind>(name, "name", n, params, args). */
-#define HPCMON_FDEF(sym, n, kind) \
-	HPCMON_FORTRAN_##kind(sym, #sym, n, HPCMON_FP##n, HPCMON_FA##n)
+#define HPCMON_FDEF(sym, n, kind) HPCMON_FORTRAN_##kind(sym, #sym, n, HPCMON_FP##n, HPCMON_FA##n)
 
 #define HPCMON_F08_plain(lc, n, kind) HPCMON_FDEF(mpi_##lc##_f08_, n, kind)
-#define HPCMON_F08_ts(lc, n, kind)                   \
-	HPCMON_FDEF(mpi_##lc##_f08_, n, kind)        \
-	HPCMON_FDEF(mpi_##lc##_f08ts_, n, kind)      \
+#define HPCMON_F08_ts(lc, n, kind)                                                                 \
+	HPCMON_FDEF(mpi_##lc##_f08_, n, kind)                                                      \
+	HPCMON_FDEF(mpi_##lc##_f08ts_, n, kind)                                                    \
 	HPCMON_FDEF(mpi_##lc##_f08ts_large_, n, kind)
 
 /* Every linker name of one table row. */
-#define HPCMON_FORTRAN_ROW(lc, UC, n, kind, f08)     \
-	HPCMON_FDEF(mpi_##lc, n, kind)               \
-	HPCMON_FDEF(mpi_##lc##_, n, kind)            \
-	HPCMON_FDEF(mpi_##lc##__, n, kind)           \
-	HPCMON_FDEF(MPI_##UC, n, kind)               \
+#define HPCMON_FORTRAN_ROW(lc, UC, n, kind, f08)                                                   \
+	HPCMON_FDEF(mpi_##lc, n, kind)                                                             \
+	HPCMON_FDEF(mpi_##lc##_, n, kind)                                                          \
+	HPCMON_FDEF(mpi_##lc##__, n, kind)                                                         \
+	HPCMON_FDEF(MPI_##UC, n, kind)                                                             \
 	HPCMON_F08_##f08(lc, n, kind)
 
 HPCMON_FORTRAN_CALLS(HPCMON_FORTRAN_ROW)

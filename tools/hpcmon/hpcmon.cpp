@@ -898,28 +898,28 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 // The Fortran entry points (fortran_calls.h): the same monitoring, then the
 // MPI's own Fortran binding with the same arguments.
-#define HPCMON_FORTRAN_NEXT(name, ...) \
+#define HPCMON_FORTRAN_NEXT(name, ...)                                                             \
 	static const auto next = reinterpret_cast<void (*)(__VA_ARGS__)>(next_fortran(name))
-#define HPCMON_FORTRAN_WAIT(sym, name, n, params, args) \
-	void sym(params)                                \
-	{                                               \
-		HPCMON_FORTRAN_NEXT(name, params);      \
-		Phase p;                                \
-		next(args);                             \
+#define HPCMON_FORTRAN_WAIT(sym, name, n, params, args)                                            \
+	void sym(params)                                                                           \
+	{                                                                                          \
+		HPCMON_FORTRAN_NEXT(name, params);                                                 \
+		Phase p;                                                                           \
+		next(args);                                                                        \
 	}
-#define HPCMON_FORTRAN_INIT(sym, name, n, params, args) \
-	void sym(params)                                \
-	{                                               \
-		HPCMON_FORTRAN_NEXT(name, params);      \
-		next(args);                             \
-		init_done();                            \
+#define HPCMON_FORTRAN_INIT(sym, name, n, params, args)                                            \
+	void sym(params)                                                                           \
+	{                                                                                          \
+		HPCMON_FORTRAN_NEXT(name, params);                                                 \
+		next(args);                                                                        \
+		init_done();                                                                       \
 	}
-#define HPCMON_FORTRAN_FINALIZE(sym, name, n, params, args) \
-	void sym(params)                                    \
-	{                                                   \
-		HPCMON_FORTRAN_NEXT(name, params);          \
-		before_finalize();                          \
-		next(args);                                 \
+#define HPCMON_FORTRAN_FINALIZE(sym, name, n, params, args)                                        \
+	void sym(params)                                                                           \
+	{                                                                                          \
+		HPCMON_FORTRAN_NEXT(name, params);                                                 \
+		before_finalize();                                                                 \
+		next(args);                                                                        \
 	}
 #include "fortran_calls.h"
 

@@ -6,15 +6,11 @@ program mpif_barrier
    implicit none
    include 'mpif.h'
    integer :: ierr, rank, nproc, niter, unit_ms, i
-   character(len=16) :: arg
 
    call MPI_Init(ierr)
    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
    call MPI_Comm_size(MPI_COMM_WORLD, nproc, ierr)
-   call get_command_argument(1, arg)
-   read (arg, *) niter
-   call get_command_argument(2, arg)
-   read (arg, *) unit_ms
+   call read_args(niter, unit_ms)
    do i = 1, niter
       call busy_ms(rank * unit_ms)
       call MPI_Barrier(MPI_COMM_WORLD, ierr)
@@ -23,5 +19,5 @@ program mpif_barrier
    if (rank == 0) print '(a, i0)', 'done ', niter
    call MPI_Finalize(ierr)
 contains
-   include 'busy.inc'
+   include 'common.inc'
 end program mpif_barrier

@@ -9,15 +9,11 @@ program usempi_waitall
    implicit none
    integer :: ierr, rank, nproc, niter, unit_ms, i, left, right
    integer :: sendv(2), recvv(2), reqs(4), stats(MPI_STATUS_SIZE, 4)
-   character(len=16) :: arg
 
    call MPI_Init(ierr)
    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
    call MPI_Comm_size(MPI_COMM_WORLD, nproc, ierr)
-   call get_command_argument(1, arg)
-   read (arg, *) niter
-   call get_command_argument(2, arg)
-   read (arg, *) unit_ms
+   call read_args(niter, unit_ms)
    left = mod(rank + nproc - 1, nproc)
    right = mod(rank + 1, nproc)
    do i = 1, niter
@@ -37,5 +33,5 @@ program usempi_waitall
    if (rank == 0) print '(a, i0)', 'done ', niter
    call MPI_Finalize(ierr)
 contains
-   include 'busy.inc'
+   include 'common.inc'
 end program usempi_waitall

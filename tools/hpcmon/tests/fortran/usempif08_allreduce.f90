@@ -7,15 +7,11 @@ program usempif08_allreduce
    use mpi_f08
    implicit none
    integer :: ierr, rank, nproc, niter, unit_ms, i, provided, total
-   character(len=16) :: arg
 
    call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
    call MPI_Comm_rank(MPI_COMM_WORLD, rank)
    call MPI_Comm_size(MPI_COMM_WORLD, nproc)
-   call get_command_argument(1, arg)
-   read (arg, *) niter
-   call get_command_argument(2, arg)
-   read (arg, *) unit_ms
+   call read_args(niter, unit_ms)
    do i = 1, niter
       call busy_ms(rank * unit_ms)
       call MPI_Allreduce(rank + i, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
@@ -25,5 +21,5 @@ program usempif08_allreduce
    if (rank == 0) print '(a, i0)', 'done ', niter
    call MPI_Finalize()
 contains
-   include 'busy.inc'
+   include 'common.inc'
 end program usempif08_allreduce
