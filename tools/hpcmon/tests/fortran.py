@@ -11,7 +11,9 @@ blocking call), the heaviest rank's compute share is well above the lightest
 rank's (ranks compared with each other, no absolute time), and LIP is
 (max - mean) / max of the reported compute, per run and per iteration. Also:
 libhpcmon defines every Fortran name the MPI's Fortran libraries export for
-the calls it wraps in C.
+the calls it wraps in C, and a program making every wrapped call through
+'use mpi_f08' gets the same results with the monitor (either wait mode) as
+without it, each call accounted once.
 usage: [HPCSCHED_MPI=mpich] fortran.py BUILD_DIR
 """
 import atexit
@@ -142,5 +144,24 @@ for binding, name, call in PROGRAMS:
               f"report mean={rep.get('iter_lip_mean')} max={rep.get('iter_lip_max')} "
               f"n={rep.get('iter_lip_count')}, recomputed mean={mean} "
               f"max={per and max(per)} n={len(per)}")
+
+# -------------------- 3. every wrapped call from mpi_f08, results unchanged
+CALLS = prog_path("usempif08_calls")
+rc, plain, err = run(mpirun(NP, CALLS), env={"LD_PRELOAD": ""})
+check(rc == 0 and "not ok" not in plain and plain.count("\nok ") >= 12,
+      f"{MPI} use mpi_f08: usempif08_calls passes without the monitor", plain + err)
+for bw in ("0", "1"):
+    report = os.path.join(tmp, f"calls{bw}.json")
+    env = {"HPCD_SOCKET": "", "HPCMON_QUIET": "1", "HPCMON_BLOCKING_WAIT": bw,
+           "HPCMON_REPORT": report}
+    rc, out, err = run(mpirun(NP, CALLS, env=env, preload=LIB), env=env)
+    check(rc == 0 and out == plain,
+          f"{MPI} use mpi_f08, HPCMON_BLOCKING_WAIT={bw}: every wrapped call, same results "
+          f"as without the monitor", f"rc={rc}\nwith:\n{out}{err}\nwithout:\n{plain}")
+    made = re.search(r"^calls (\d+)$", plain, re.M)
+    calls = {r["rank"]: r["calls"] for r in load_json(report).get("ranks", [])}
+    check(made and len(calls) == NP and set(calls.values()) == {int(made.group(1))},
+          f"{MPI} use mpi_f08, HPCMON_BLOCKING_WAIT={bw}: each wrapped call accounted once "
+          f"({made and made.group(1)} per rank)", calls)
 
 done()
