@@ -33,7 +33,7 @@ $(MPICH_BUILD)/tiny-mpi-%: tools/hpcmon/tests/tiny_mpi.c | $(MPICH_BUILD)/CMakeC
 
 mpich: deps $(MPICH_BUILD)/CMakeCache.txt
 	cmake --build $(MPICH_BUILD) -j $(JOBS) --target metbench hpcmon hpcmon-mpi-calls \
-		hpcmon-overhead
+		hpcmon-overhead hpcmon-fortran-tests
 	@$(MAKE) --no-print-directory $(MPICH_TINY)
 
 hpcmon-overhead-mpich: mpich

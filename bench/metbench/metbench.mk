@@ -29,7 +29,8 @@ metbench-static: deps $(BUILD)/CMakeCache.txt
 	@echo "static MetBench (no MPI): $(METBENCH_STATIC)"
 
 hpcmon: deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target hpcmon hpcmon-mpi-calls hpcmon-overhead
+	cmake --build $(BUILD) -j $(JOBS) --target hpcmon hpcmon-mpi-calls hpcmon-overhead \
+		hpcmon-fortran-tests
 
 hpcmon-overhead: hpcmon
 	@echo "== without the monitor"

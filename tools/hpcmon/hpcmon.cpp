@@ -5,7 +5,8 @@
  * Wrapped blocking calls (the "wait" of an iteration): MPI_Barrier, MPI_Wait,
  * MPI_Waitall, MPI_Waitany, MPI_Recv, MPI_Probe, MPI_Sendrecv, MPI_Bcast,
  * MPI_Reduce, MPI_Allreduce, MPI_Gather, MPI_Scatter, MPI_Allgather,
- * MPI_Alltoall. Also MPI_Init, MPI_Init_thread and MPI_Finalize.
+ * MPI_Alltoall. Also MPI_Init, MPI_Init_thread and MPI_Finalize. Each also
+ * from Fortran (mpif.h, 'use mpi', 'use mpi_f08'): fortran_calls.h.
  *
  * Iterations: compute runs between wrapped calls. Consecutive blocking calls
  * separated by less than min_wait of compute form one wait phase; when a wait
@@ -473,22 +474,23 @@ bool ignored(int rank)
 	return false;
 }
 
-// LIP (container paper, eq. 1-3) of the compute times @c: max_p |c_p - mean| / c_p.
-// Negative if some c_p is 0 (undefined).
+// LIP, the load imbalance percentage of the container paper (section IV.A,
+// "similar to the traditional load imbalance percentage"), of the compute
+// times @c: (max - mean) / max, 0 when balanced, below 1. That is Eq. 3's
+// psi_p / interval_p for the most loaded process; divided by each process's
+// own time instead, a process that barely computes would dominate and the
+// "percentage" would grow without bound. Negative if no rank computed.
 double lip_of(const std::vector<double> &c)
 {
-	if (c.empty())
-		return -1;
-	double mean = 0, lip = 0;
-	for (double x : c)
-		mean += x;
-	mean /= static_cast<double>(c.size());
+	double mean = 0, max = 0;
 	for (double x : c) {
-		if (x <= 0)
-			return -1;
-		lip = std::fmax(lip, std::fabs(x - mean) / x);
+		mean += x;
+		max = std::fmax(max, x);
 	}
-	return lip;
+	if (c.empty() || max <= 0)
+		return -1;
+	mean /= static_cast<double>(c.size());
+	return (max - mean) / max;
 }
 
 void finalize_report()
@@ -593,7 +595,7 @@ void finalize_report()
 		if (lip >= 0)
 			snprintf(lips, sizeof(lips), "%.2f %%", 100 * lip);
 		else
-			snprintf(lips, sizeof(lips), "undefined (a rank did not compute)");
+			snprintf(lips, sizeof(lips), "undefined (no rank computed)");
 		if (eff >= 0)
 			snprintf(effs, sizeof(effs), "%.4f", eff);
 		else
@@ -646,6 +648,38 @@ void finalize_report()
 	}
 }
 
+// After MPI_Init or MPI_Init_thread, from C or Fortran: register the rank once
+// (a Fortran binding may call the C MPI_Init, wrapped too).
+void init_done()
+{
+	int flag = 0;
+	if (!inert && !st.active && PMPI_Initialized(&flag) == MPI_SUCCESS && flag)
+		after_init();
+}
+
+// Before MPI_Finalize, from C or Fortran.
+void before_finalize()
+{
+	if (st.active && pthread_equal(pthread_self(), st.main_thread))
+		finalize_report();
+	if (st.sock >= 0)
+		close(st.sock);
+	st.sock = -1;
+}
+
+// The next definition of the Fortran entry @name after this library: the MPI's
+// own binding. Called only by a program that calls @name, so its MPI has it.
+void *next_fortran(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f) {
+		fprintf(stderr, "hpcmon: error: %s: no definition after " HPCMON_LIB_NAME "\n",
+			name);
+		abort();
+	}
+	return f;
+}
+
 } // namespace
 
 extern "C" {
@@ -653,26 +687,22 @@ extern "C" {
 int MPI_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
-	if (rc == MPI_SUCCESS && !inert)
-		after_init();
+	if (rc == MPI_SUCCESS)
+		init_done();
 	return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
-	if (rc == MPI_SUCCESS && !inert)
-		after_init();
+	if (rc == MPI_SUCCESS)
+		init_done();
 	return rc;
 }
 
 int MPI_Finalize(void)
 {
-	if (st.active && pthread_equal(pthread_self(), st.main_thread))
-		finalize_report();
-	if (st.sock >= 0)
-		close(st.sock);
-	st.sock = -1;
+	before_finalize();
 	return PMPI_Finalize();
 }
 
@@ -865,5 +895,32 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		});
 	return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+
+// The Fortran entry points (fortran_calls.h): the same monitoring, then the
+// MPI's own Fortran binding with the same arguments.
+#define HPCMON_FORTRAN_NEXT(name, ...)                                                             \
+	static const auto next = reinterpret_cast<void (*)(__VA_ARGS__)>(next_fortran(name))
+#define HPCMON_FORTRAN_WAIT(sym, name, n, params, args)                                            \
+	void sym(params)                                                                           \
+	{                                                                                          \
+		HPCMON_FORTRAN_NEXT(name, params);                                                 \
+		Phase p;                                                                           \
+		next(args);                                                                        \
+	}
+#define HPCMON_FORTRAN_INIT(sym, name, n, params, args)                                            \
+	void sym(params)                                                                           \
+	{                                                                                          \
+		HPCMON_FORTRAN_NEXT(name, params);                                                 \
+		next(args);                                                                        \
+		init_done();                                                                       \
+	}
+#define HPCMON_FORTRAN_FINALIZE(sym, name, n, params, args)                                        \
+	void sym(params)                                                                           \
+	{                                                                                          \
+		HPCMON_FORTRAN_NEXT(name, params);                                                 \
+		before_finalize();                                                                 \
+		next(args);                                                                        \
+	}
+#include "fortran_calls.h"
 
 } // extern "C"
