@@ -153,6 +153,23 @@ nlohmann::ordered_json knob_values(Engine &e)
 	return v;
 }
 
+json task_event(Engine &e, const Task &t)
+{
+	Task *sib = e.sibling(t);
+	return json{{"event", "task"},
+		    {"pid", t.pid},
+		    {"name", t.name},
+		    {"job", t.job},
+		    {"rank", t.rank},
+		    {"role", t.launcher ? "launcher" : "task"},
+		    {"source", t.monitored ? "monitor" : "proc"},
+		    {"launched_by", t.launched_by},
+		    {"ctx", t.ctx},
+		    {"cpu", t.cpu},
+		    {"sibling", sib ? sib->pid : 0},
+		    {"prio", e.applied_prio(t)}};
+}
+
 json task_json(Engine &e, const Task &t, const CgStat &st)
 {
 	Task *sib = e.sibling(t);
@@ -162,6 +179,7 @@ json task_json(Engine &e, const Task &t, const CgStat &st)
 	       {"rank", t.rank},
 	       {"role", t.launcher ? "launcher" : "task"},
 	       {"source", t.monitored ? "monitor" : "proc"},
+	       {"launched_by", t.launched_by},
 	       {"ctx", t.ctx},
 	       {"cpu", t.cpu},
 	       {"sibling", sib ? sib->pid : 0},
@@ -267,7 +285,11 @@ std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
 				return json{{"ok", true}}.dump();
 			}
 			std::string name = req.value("name", std::string());
-			std::string err = h.add ? h.add(pid, name) : "adding is not supported";
+			if (req.contains("launcher") && !req["launcher"].is_boolean())
+				return reply_err("bad_request", "\"launcher\" must be true or false");
+			const bool launcher = req.value("launcher", false);
+			std::string err =
+				h.add ? h.add(pid, name, launcher) : "adding is not supported";
 			if (!err.empty())
 				return reply_err("failed", err);
 			return json{{"ok", true}}.dump();
