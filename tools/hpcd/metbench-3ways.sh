@@ -45,7 +45,7 @@ done
 # Whatever ends the script (a failed step, a signal), the hpcd it started,
 # the static-priority helper and the background command end with it; hpcd's
 # guardian then undoes what hpcd did.
-d= sp= bg= tmpwork=
+d= sp= bg= job= tmpwork=
 stop_pid() { # PID [SECONDS]: SIGTERM, then SIGKILL if still there after SECONDS (5)
 	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 0
 	kill "$1" 2>/dev/null
@@ -54,12 +54,23 @@ stop_pid() { # PID [SECONDS]: SIGTERM, then SIGKILL if still there after SECONDS
 	wait "$1" 2>/dev/null || true
 }
 cleanup() {
+	stop_pid "$job"
 	stop_pid "$sp"
 	stop_pid "$bg"
 	stop_pid "$d"
 	[ -z "$tmpwork" ] || rm -rf "$tmpwork"
 }
 trap cleanup EXIT
+# run CMD...: in the background and waited for, so that a signal to the
+# script is handled at once (bash runs a trap only after its foreground job).
+run() {
+	"$@" &
+	job=$!
+	local st=0
+	wait "$job" || st=$?
+	job=
+	return $st
+}
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
@@ -184,7 +195,7 @@ for way in $ways; do
 	# "none": the monitor is loaded all the same (nobody reads its datagrams).
 	if [ -n "${PROGRAM:-}" ] && [ "${PROGRAM_OUTPUT:-}" = monitor ]; then
 		# shellcheck disable=SC2086
-		HPCMON_REPORT=$work/$way.monitor.json mpirun --oversubscribe $root --bind-to none \
+		HPCMON_REPORT=$work/$way.monitor.json run mpirun --oversubscribe $root --bind-to none \
 			-np "$nworkers" -x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET \
 			-x HPCMON_BLOCKING_WAIT -x HPCMON_REPORT "$mb" ${PROGRAM_ARGS:-} \
 			>"$work/$way.out"
@@ -205,11 +216,11 @@ for way in $ways; do
 		PY
 	elif [ -n "${PROGRAM:-}" ]; then
 		# shellcheck disable=SC2086
-		mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
+		run mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
 			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
 			"$mb" ${PROGRAM_ARGS:-} --json --trace "$work/$way.csv" >"$work/$way.json"
 	else
-		mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
+		run mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
 			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
 			"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" "${swap[@]}" --json \
 			--trace "$work/$way.csv" >"$work/$way.json"
