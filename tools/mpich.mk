@@ -21,7 +21,7 @@ CHECK_SUITES += mpich
 
 .PHONY: mpich hpcmon-overhead-mpich bench-mpich check-mpich
 
-$(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps
+$(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps-userspace deps-mpich
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_MPI=mpich \
 		-DHPCSCHED_UNIT_TESTS=OFF \
 		-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
@@ -30,7 +30,7 @@ $(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps
 $(MPICH_BUILD)/tiny-mpi-%: tools/hpcmon/tests/tiny_mpi.c | $(MPICH_BUILD)/CMakeCache.txt
 	mpicc.$* -O2 -Wall -Wextra -Werror -o $@ $<
 
-mpich: deps $(MPICH_BUILD)/CMakeCache.txt
+mpich: deps-userspace deps-mpich $(MPICH_BUILD)/CMakeCache.txt
 	cmake --build $(MPICH_BUILD) -j $(JOBS) --target metbench hpcmon hpcmon-mpi-calls \
 		hpcmon-overhead
 	@$(MAKE) --no-print-directory $(MPICH_TINY)

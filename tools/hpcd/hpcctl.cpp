@@ -312,11 +312,14 @@ void connect_or_start_once(const Opts &o, ControlClient &c)
 {
 	if (c.connect(o.socket))
 		return;
+	// --hpcd, else next to hpcctl (the build tree), in ../sbin (make
+	// install), else hpcd from $PATH.
 	std::string bin = o.hpcd_bin;
-	if (bin.empty()) {
-		std::string d = self_dir() + "/hpcd";
-		bin = ::access(d.c_str(), X_OK) == 0 ? d : "hpcd";
-	}
+	for (auto d : {self_dir() + "/hpcd", self_dir() + "/../sbin/hpcd"})
+		if (bin.empty() && ::access(d.c_str(), X_OK) == 0)
+			bin = d;
+	if (bin.empty())
+		bin = "hpcd";
 	std::string logf = o.socket + ".log";
 	const pid_t me = ::getpid();
 	pid_t pid = ::fork();
@@ -1797,11 +1800,19 @@ bool same_file(const std::string &a, const std::string &b)
 	       x.st_ino == y.st_ino;
 }
 
+// bench/metbench/report.py: installed beside hpcctl (PREFIX/share/hpcsched,
+// make install), else the source tree's.
+std::string report_py()
+{
+	const std::string installed = self_dir() + "/../share/hpcsched/report.py";
+	return ::access(installed.c_str(), R_OK) == 0 ? installed : HPCSCHED_REPORT_PY;
+}
+
 // The timeline, drawn by bench/metbench/report.py (matplotlib).
 void plot(const trace::Trace &t, const Opts &o, TmpOut &png)
 {
 	const std::string py = env_or("HPCCTL_PYTHON", "/usr/bin/python3");
-	const std::string script = env_or("HPCCTL_REPORT_PY", HPCSCHED_REPORT_PY);
+	const std::string script = env_or("HPCCTL_REPORT_PY", report_py().c_str());
 	if (::access(script.c_str(), R_OK) != 0)
 		fail(kFail, "report: --plot draws with " + script + ": " + std::strerror(errno) +
 				    " ($HPCCTL_REPORT_PY)");
@@ -1909,6 +1920,7 @@ int dispatch(int argc, char **argv)
 		   "not reachable,\n64 usage error, 65 'run' without '--' or command, 126/127 "
 		   "command not executable/found.");
 	app.require_subcommand(1);
+	app.set_version_flag("--version", "hpcctl (hpcsched) " HPCSCHED_VERSION);
 	app.add_option("--socket", o.socket, "hpcd control socket ($HPCD_CONTROL)");
 	app.add_option("--sysfs", o.sysfs, "kernel tunables directory ($HPC_SYSFS)");
 	app.add_option("--backend", o.backend,
@@ -1987,6 +1999,8 @@ int dispatch(int argc, char **argv)
 	} catch (const CLI::CallForHelp &e) {
 		return app.exit(e);
 	} catch (const CLI::CallForAllHelp &e) {
+		return app.exit(e);
+	} catch (const CLI::CallForVersion &e) {
 		return app.exit(e);
 	} catch (const CLI::ParseError &e) {
 		if (!dashdash && std::find(before.begin(), before.end(), "run") != before.end()) {

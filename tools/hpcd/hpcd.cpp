@@ -916,6 +916,7 @@ int main(int argc, char **argv)
 	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
 	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
 	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup SMT emulation)", "hpcd"};
+	app.set_version_flag("--version", "hpcd (hpcsched) " HPCSCHED_VERSION);
 	app.add_option("--pid", o.pids, "manage this process (repeatable; paired in order)")
 		->check(CLI::PositiveNumber);
 	app.add_option("--prio", o.prios,
