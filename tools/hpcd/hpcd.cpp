@@ -944,7 +944,8 @@ int main(int argc, char **argv)
 		->check(CLI::Range(0u, 1000000u));
 	app.add_option("--control", o.control, "control socket ($HPCD_CONTROL)");
 	app.add_option("--monitor", o.monitor, "monitor datagram socket ($HPCD_SOCKET)");
-	app.add_flag("--no-adopt", o.no_adopt, "ignore the monitor's hello (do not adopt ranks)");
+	app.add_flag("--no-adopt", o.no_adopt,
+		     "adopt no rank (neither on the monitor's hello nor under a launcher)");
 	app.add_flag("--exit-when-idle", o.exit_when_idle, "exit when the last task has gone");
 	app.add_flag("--strict-cpus", o.strict_cpus,
 		     "refuse to emulate more contexts than there are CPUs");
