@@ -4,10 +4,8 @@
 # usage: tools/deps-test.sh   (from the top of the tree)
 set -u
 deps=tools/deps.sh
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name" "failed: $*"; fi; }
+# shellcheck source=../tests/tap.sh
+. tests/tap.sh
 work=$(mktemp -d /tmp/deps-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -53,5 +51,4 @@ g=$(make -n deps 2>/dev/null | grep -o 'tools/deps.sh.*')
 check "make deps: every group ($g)" test "$g" = "tools/deps.sh"
 check "make check: every group first" bash -c "make -n check 2>/dev/null | grep -m1 'tools/deps.sh' | grep -qx 'tools/deps.sh'"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

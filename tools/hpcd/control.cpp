@@ -153,11 +153,13 @@ nlohmann::ordered_json knob_values(Engine &e)
 	return v;
 }
 
-json task_event(Engine &e, const Task &t)
+namespace
+{
+// Who a task is and where it runs: the task event's and the list's fields.
+json task_identity(Engine &e, const Task &t)
 {
 	Task *sib = e.sibling(t);
-	return json{{"event", "task"},
-		    {"pid", t.pid},
+	return json{{"pid", t.pid},
 		    {"name", t.name},
 		    {"job", t.job},
 		    {"rank", t.rank},
@@ -169,35 +171,32 @@ json task_event(Engine &e, const Task &t)
 		    {"sibling", sib ? sib->pid : 0},
 		    {"prio", e.applied_prio(t)}};
 }
+} // namespace
+
+json task_event(Engine &e, const Task &t)
+{
+	json j = task_identity(e, t);
+	j["event"] = "task";
+	return j;
+}
 
 json task_json(Engine &e, const Task &t, const CgStat &st)
 {
-	Task *sib = e.sibling(t);
-	json j{{"pid", t.pid},
-	       {"name", t.name},
-	       {"job", t.job},
-	       {"rank", t.rank},
-	       {"role", t.launcher ? "launcher" : "task"},
-	       {"source", t.monitored ? "monitor" : "proc"},
-	       {"launched_by", t.launched_by},
-	       {"ctx", t.ctx},
-	       {"cpu", t.cpu},
-	       {"sibling", sib ? sib->pid : 0},
-	       {"iterations", t.t.nr_iter},
-	       {"last_run_ns", t.t.last_run},
-	       {"last_wait_ns", t.t.last_wait},
-	       {"last_util", t.t.last_util},
-	       {"global_util", t.t.global_util},
-	       {"heur_util", t.t.heur_util},
-	       {"prio", e.applied_prio(t)},
-	       {"static_prio", t.static_prio},
-	       {"runnable", t.live_runnable},
-	       {"quota_us", t.quota.quota_us},
-	       {"period_us", t.quota.period_us},
-	       {"weight", t.weight},
-	       {"nr_throttled", st.nr_throttled},
-	       {"throttled_ns", st.throttled_ns},
-	       {"cgroup", t.cg}};
+	json j = task_identity(e, t);
+	j.update(json{{"iterations", t.t.nr_iter},
+		      {"last_run_ns", t.t.last_run},
+		      {"last_wait_ns", t.t.last_wait},
+		      {"last_util", t.t.last_util},
+		      {"global_util", t.t.global_util},
+		      {"heur_util", t.t.heur_util},
+		      {"static_prio", t.static_prio},
+		      {"runnable", t.live_runnable},
+		      {"quota_us", t.quota.quota_us},
+		      {"period_us", t.quota.period_us},
+		      {"weight", t.weight},
+		      {"nr_throttled", st.nr_throttled},
+		      {"throttled_ns", st.throttled_ns},
+		      {"cgroup", t.cg}});
 	return j;
 }
 

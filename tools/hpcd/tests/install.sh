@@ -7,10 +7,8 @@
 set -u
 top=${1:?usage: install.sh TOP BUILD_DIR}
 build=${2:?usage: install.sh TOP BUILD_DIR}
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name" "failed: $*"; fi; }
+# shellcheck source=../../../tests/tap.sh
+. "$top/tests/tap.sh"
 work=$(mktemp -d /tmp/hpcsched-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work" # another user runs the installed hpcctl from it
@@ -77,5 +75,4 @@ if id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
 	check "not root: the installed hpcctl --version" test $? -eq 0
 fi
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

@@ -16,25 +16,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/hpcd-launcher.XXXXXX)
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
 export HPC_SYSFS=$work/no-kernel # hpcd, whatever the kernel has
-n=0 failed=0
+# shellcheck source=../../../tests/tap.sh
+. "$here/../../../tests/tap.sh"
 pids=()
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name" "failed: $*"; fi; }
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
-wait_for() { # SECONDS 'SHELL CODE'
-	local end=$(($(date +%s%N) + $1 * 1000000000))
-	while :; do
-		eval "$2" && return 0
-		[ "$(date +%s%N)" -lt $end ] || return 1
-		sleep 0.05
-	done
-}
 ctl_up() { "$hpcctl" --backend hpcd status --json >/dev/null 2>&1; }
 affinity() { awk '/^Cpus_allowed_list/ { print $2 }' /proc/$1/status; }
 alive() { kill -0 "$1" 2>/dev/null; }
@@ -177,5 +167,4 @@ else
 	nok "metbench-3ways: $build/tools/hpcmon/libhpcmon.so is not built (make hpcmon)"
 fi
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end
