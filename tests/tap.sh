@@ -23,6 +23,14 @@ wait_for() {
 		sleep 0.05
 	done
 }
+# The processes a suite started (add them to pids) and its $work directory
+# go when it exits: trap tap_cleanup EXIT.
+pids=()
+tap_cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$work"
+}
 tap_end() {
 	echo "1..$n"
 	[ "$failed" -eq 0 ]

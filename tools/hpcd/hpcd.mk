@@ -15,9 +15,9 @@ CHECK_SUITES += hpcd install
 hpcd: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin
 
-# libhpcmon: metbench-3ways.sh, which the suite runs, preloads it.
+# libhpcmon and MetBench: the launcher tests and metbench-3ways.sh run them.
 check-hpcd: hpcd
-	cmake --build $(BUILD) -j $(JOBS) --target hpcmon
+	cmake --build $(BUILD) -j $(JOBS) --target hpcmon metbench
 	@tests/run-suite hpcd -- tools/hpcd/tests/run-suite.sh $(BUILD)
 
 # make install into a DESTDIR; the installed tools; README.md's hpcd commands.

@@ -13,14 +13,7 @@ export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
 export HPC_SYSFS=$work/no-kernel # this suite tests hpcd, whatever the kernel has
 # shellcheck source=../../../tests/tap.sh
 . "$(dirname "$0")/../../../tests/tap.sh"
-pids=()
-
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+trap tap_cleanup EXIT
 
 # --- preflight: root and a cpu controller we can write -----------------------
 why=

@@ -18,13 +18,7 @@ export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
 export HPC_SYSFS=$work/no-kernel # hpcd, whatever the kernel has
 # shellcheck source=../../../tests/tap.sh
 . "$here/../../../tests/tap.sh"
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+trap tap_cleanup EXIT
 ctl_up() { "$hpcctl" --backend hpcd status --json >/dev/null 2>&1; }
 affinity() { awk '/^Cpus_allowed_list/ { print $2 }' /proc/$1/status; }
 alive() { kill -0 "$1" 2>/dev/null; }
@@ -101,6 +95,28 @@ check "trace -- mpirun: task lines of the 4 ranks (source proc) and the launcher
 "$hpcctl" report "$work/l.jsonl" >"$work/rep" 2>&1; rc=$?
 check "report of it: 4 ranks P0..P3 and the warning (exit $rc)" bash -c \
 	"[ $rc -eq 0 ] && [ \$(grep -cE '^P[0-3] ' '$work/rep') -eq 4 ] && grep -q '^Warning: 4 of 4 rank(s) ran unmonitored' '$work/rep'"
+
+# --- 1b. the same with the monitor: found first or said hello first, the ranks
+# end up monitored, in rank order; rank 0 (ignore_ranks) is not adopted.
+mb=$build/bench/metbench/metbench mon=$build/tools/hpcmon/libhpcmon.so
+"$hpcctl" trace -o "$work/m.jsonl" --hpcd "$hpcd" --set ignore_ranks=0 -- "${mpi[@]}" -np 4 \
+	-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET=1 "$mb" --loads 20,40,20 \
+	--iterations 8 --wait spin >/dev/null 2>"$work/m.err"
+rc=$?
+check "trace -- mpirun, ranks with libhpcmon: exit 0, no warning ($(tail -1 "$work/m.err"))" \
+	bash -c "[ $rc -eq 0 ] && ! grep -q warning '$work/m.err'"
+python3 - "$work/m.jsonl" >"$work/m.txt" <<'PY'
+import json, sys
+last = {}
+for line in open(sys.argv[1]):
+    j = json.loads(line)
+    if j.get("type") == "task":
+        last[j["pid"]] = j
+ranks = sorted((t for t in last.values() if t["role"] == "task"), key=lambda t: t["rank"])
+print(" ".join("%d:%s:%d" % (t["rank"], t["source"], t["ctx"]) for t in ranks))
+PY
+check "trace -- mpirun with libhpcmon: ranks 1..3 monitored on contexts 0..2 ($(cat "$work/m.txt"))" \
+	test "$(cat "$work/m.txt")" = "1:monitor:0 2:monitor:1 3:monitor:2"
 
 # --- 2. a launcher run that adopts no rank fails, loudly -------------------------------
 "$hpcctl" run --hpcd "$hpcd" --set ignore_ranks=0-1 -- "${mpi[@]}" -np 2 "$spin" 1 >/dev/null 2>"$work/n.err"; rc=$?
