@@ -4,6 +4,7 @@
 #   make check    every test; ends with "N passed, N failed"
 #   make bench    benchmarks (ratios measured side by side)
 #   make kernel   the patched Linux 6.12 test kernel
+#   make install  hpcctl, hpcd, libhpcmon and their man pages (PREFIX, DESTDIR)
 #
 # Each part adds its own targets and test suites from a fragment in its
 # directory; CHECK_SUITES collects the suites that 'make check' runs.
@@ -24,23 +25,36 @@ export RESULTS WERROR WERROR_FLAG
 # suites 'make check' runs (e.g. CHECK_SUITES=hpcd make check); the
 # fragments below add every suite to the full list.
 CHECK_ONLY   := $(CHECK_SUITES)
-CHECK_SUITES :=
+CHECK_SUITES := deps
 
-.PHONY: all deps build run check bench clean distclean help
+.PHONY: all deps build run check check-deps bench clean distclean help install
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
 
 all: build
 
 help:
-	@sed -n '3,8p' Makefile
+	@sed -n '3,9p' Makefile
+
+# The Debian packages (tools/deps.txt): 'make deps' installs every group;
+# each target installs the groups it needs (deps-userspace, deps-bpf,
+# deps-kernel, deps-ppc, deps-mpich; tools/deps.sh --groups).
+DEPS_GROUPS := userspace bpf kernel ppc mpich
+DEPS_TARGETS := $(addprefix deps-,$(DEPS_GROUPS))
+.PHONY: $(DEPS_TARGETS)
 
 deps:
 	@tools/deps.sh
 
-$(BUILD)/CMakeCache.txt: CMakeLists.txt | deps
+$(DEPS_TARGETS): deps-%:
+	@tools/deps.sh $*
+
+$(BUILD)/CMakeCache.txt: CMakeLists.txt | deps-userspace
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_WERROR=$(WERROR) \
 		-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 
-build: deps $(BUILD)/CMakeCache.txt
+build: deps-userspace $(BUILD)/CMakeCache.txt
 	@grep -qx 'HPCSCHED_WERROR:BOOL=$(WERROR)' $(BUILD)/CMakeCache.txt || \
 		cmake -DHPCSCHED_WERROR=$(WERROR) $(BUILD) > /dev/null
 	cmake --build $(BUILD) -j $(JOBS)
@@ -64,6 +78,30 @@ check: deps
 	@$(MAKE) --no-print-directory -k $(addprefix check-,$(CHECK_RUN)) || true
 	@echo; echo "===== summary ====="
 	@tests/summary $(CHECK_RUN)
+
+# hpcctl and hpcmon-lib in PREFIX/bin, hpcd in PREFIX/sbin (hpcctl starts it
+# from there), libhpcmon.so and, once 'make mpich' built it,
+# libhpcmon-mpich.so in PREFIX/lib/hpcsched (hpcmon-lib prints them), the
+# plot script of 'hpcctl report --plot' in PREFIX/share/hpcsched, hpcctl(1)
+# and hpcd(8). DESTDIR is prepended to every path (staging).
+INSTALL_DIR = $(DESTDIR)$(PREFIX)
+install: hpcd
+	cmake --build $(BUILD) -j $(JOBS) --target hpcmon
+	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/sbin $(INSTALL_DIR)/lib/hpcsched \
+		$(INSTALL_DIR)/share/hpcsched $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/man/man8
+	install -m 755 $(BUILD)/tools/hpcd/hpcctl tools/hpcmon/hpcmon-lib $(INSTALL_DIR)/bin/
+	install -m 755 $(BUILD)/tools/hpcd/hpcd $(INSTALL_DIR)/sbin/
+	install -m 755 $(BUILD)/tools/hpcmon/libhpcmon.so $(INSTALL_DIR)/lib/hpcsched/
+	ln -sf libhpcmon.so $(INSTALL_DIR)/lib/hpcsched/libhpcmon-openmpi.so
+	if [ -e $(BUILD)/mpich/tools/hpcmon/libhpcmon-mpich.so ]; then \
+		install -m 755 $(BUILD)/mpich/tools/hpcmon/libhpcmon-mpich.so $(INSTALL_DIR)/lib/hpcsched/; fi
+	install -m 755 bench/metbench/report.py $(INSTALL_DIR)/share/hpcsched/
+	install -m 644 tools/hpcd/hpcctl.1 $(INSTALL_DIR)/share/man/man1/
+	install -m 644 tools/hpcd/hpcd.8 $(INSTALL_DIR)/share/man/man8/
+
+# The package groups and which target installs which (make -n only).
+check-deps:
+	@tests/run-suite deps -- tools/deps-test.sh
 
 clean:
 	rm -rf $(BUILD)

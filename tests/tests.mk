@@ -16,5 +16,5 @@ CHECK_SUITES += standalone buildtypes
 check-standalone:
 	@tests/run-suite standalone -- tests/data/run
 
-check-buildtypes: deps
+check-buildtypes: deps-userspace
 	@tests/run-suite buildtypes -- tests/buildtypes/run $(BUILD) $(BUILD_TYPES)

@@ -21,7 +21,7 @@ CHECK_SUITES += mpich
 
 .PHONY: mpich hpcmon-overhead-mpich bench-mpich check-mpich
 
-$(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps
+$(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps-userspace deps-mpich
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_MPI=mpich \
 		-DHPCSCHED_WERROR=$(WERROR) \
 		-DHPCSCHED_UNIT_TESTS=OFF \
@@ -31,7 +31,7 @@ $(MPICH_BUILD)/CMakeCache.txt: CMakeLists.txt | deps
 $(MPICH_BUILD)/tiny-mpi-%: tools/hpcmon/tests/tiny_mpi.c | $(MPICH_BUILD)/CMakeCache.txt
 	mpicc.$* -O2 -Wall -Wextra $(WERROR_FLAG) -o $@ $<
 
-mpich: deps $(MPICH_BUILD)/CMakeCache.txt
+mpich: deps-userspace deps-mpich $(MPICH_BUILD)/CMakeCache.txt
 	cmake --build $(MPICH_BUILD) -j $(JOBS) --target metbench hpcmon hpcmon-mpi-calls \
 		hpcmon-overhead hpcmon-fortran-tests
 	@$(MAKE) --no-print-directory $(MPICH_TINY)

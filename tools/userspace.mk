@@ -6,7 +6,7 @@ CHECK_SUITES += unit sim
 
 .PHONY: check-unit check-sim run sim-table
 
-check-unit: build
+check-unit: build deps-bpf
 	@tests/run-suite unit -- tests/unit/run $(BUILD)
 
 check-sim: build

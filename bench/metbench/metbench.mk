@@ -20,15 +20,15 @@ CHECK_SUITES += metbench hpcmon
 
 .PHONY: metbench metbench-static hpcmon hpcmon-overhead check-metbench check-hpcmon
 
-metbench: deps $(BUILD)/CMakeCache.txt
+metbench: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target metbench metbench-shm metbench-shm-static \
 		metbench-tests
 
-metbench-static: deps $(BUILD)/CMakeCache.txt
+metbench-static: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target metbench-shm-static
 	@echo "static MetBench (no MPI): $(METBENCH_STATIC)"
 
-hpcmon: deps $(BUILD)/CMakeCache.txt
+hpcmon: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target hpcmon hpcmon-mpi-calls hpcmon-overhead \
 		hpcmon-fortran-tests
 

@@ -22,7 +22,7 @@ CHECK_SUITES += repro
 
 .PHONY: reproduce repro-build check-repro
 
-repro-build: deps $(BUILD)/CMakeCache.txt
+repro-build: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target btmz btmz-tests siesta-proxy siesta-noise \
 		siesta-tests hpcd hpcctl hpcmon hpcsim
 

@@ -153,33 +153,50 @@ nlohmann::ordered_json knob_values(Engine &e)
 	return v;
 }
 
-json task_json(Engine &e, const Task &t, const CgStat &st)
+namespace
+{
+// Who a task is and where it runs: the task event's and the list's fields.
+json task_identity(Engine &e, const Task &t)
 {
 	Task *sib = e.sibling(t);
-	json j{{"pid", t.pid},
-	       {"name", t.name},
-	       {"job", t.job},
-	       {"rank", t.rank},
-	       {"role", t.launcher ? "launcher" : "task"},
-	       {"source", t.monitored ? "monitor" : "proc"},
-	       {"ctx", t.ctx},
-	       {"cpu", t.cpu},
-	       {"sibling", sib ? sib->pid : 0},
-	       {"iterations", t.t.nr_iter},
-	       {"last_run_ns", t.t.last_run},
-	       {"last_wait_ns", t.t.last_wait},
-	       {"last_util", t.t.last_util},
-	       {"global_util", t.t.global_util},
-	       {"heur_util", t.t.heur_util},
-	       {"prio", e.applied_prio(t)},
-	       {"static_prio", t.static_prio},
-	       {"runnable", t.live_runnable},
-	       {"quota_us", t.quota.quota_us},
-	       {"period_us", t.quota.period_us},
-	       {"weight", t.weight},
-	       {"nr_throttled", st.nr_throttled},
-	       {"throttled_ns", st.throttled_ns},
-	       {"cgroup", t.cg}};
+	return json{{"pid", t.pid},
+		    {"name", t.name},
+		    {"job", t.job},
+		    {"rank", t.rank},
+		    {"role", t.launcher ? "launcher" : "task"},
+		    {"source", t.monitored ? "monitor" : "proc"},
+		    {"launched_by", t.launched_by},
+		    {"ctx", t.ctx},
+		    {"cpu", t.cpu},
+		    {"sibling", sib ? sib->pid : 0},
+		    {"prio", e.applied_prio(t)}};
+}
+} // namespace
+
+json task_event(Engine &e, const Task &t)
+{
+	json j = task_identity(e, t);
+	j["event"] = "task";
+	return j;
+}
+
+json task_json(Engine &e, const Task &t, const CgStat &st)
+{
+	json j = task_identity(e, t);
+	j.update(json{{"iterations", t.t.nr_iter},
+		      {"last_run_ns", t.t.last_run},
+		      {"last_wait_ns", t.t.last_wait},
+		      {"last_util", t.t.last_util},
+		      {"global_util", t.t.global_util},
+		      {"heur_util", t.t.heur_util},
+		      {"static_prio", t.static_prio},
+		      {"runnable", t.live_runnable},
+		      {"quota_us", t.quota.quota_us},
+		      {"period_us", t.quota.period_us},
+		      {"weight", t.weight},
+		      {"nr_throttled", st.nr_throttled},
+		      {"throttled_ns", st.throttled_ns},
+		      {"cgroup", t.cg}});
 	return j;
 }
 
@@ -267,7 +284,11 @@ std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
 				return json{{"ok", true}}.dump();
 			}
 			std::string name = req.value("name", std::string());
-			std::string err = h.add ? h.add(pid, name) : "adding is not supported";
+			if (req.contains("launcher") && !req["launcher"].is_boolean())
+				return reply_err("bad_request", "\"launcher\" must be true or false");
+			const bool launcher = req.value("launcher", false);
+			std::string err =
+				h.add ? h.add(pid, name, launcher) : "adding is not supported";
 			if (!err.empty())
 				return reply_err("failed", err);
 			return json{{"ok", true}}.dump();

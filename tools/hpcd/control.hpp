@@ -7,6 +7,9 @@
 //   {"cmd":"list"}                     -> {"ok":true,"tasks":[{pid,name,...},...]}
 //   {"cmd":"status"}                   -> {"ok":true,"status":{...}}
 //   {"cmd":"add","pid":N,"name":"x"}   -> {"ok":true} once the task is managed
+//   {"cmd":"add","pid":N,"launcher":true} -> the same for an MPI launcher
+//           (mpirun, srun): not paired, not pinned, not throttled; the
+//           processes it starts are adopted as its ranks
 //   {"cmd":"remove","pid":N}           -> {"ok":true}
 //   {"cmd":"prio","pid":N,"prio":P}    -> {"ok":true}  fixed priority P in prio_range, 0: dynamic
 //   {"cmd":"shutdown"}                 -> {"ok":true}
@@ -16,7 +19,9 @@
 //           the seq to ask for next, D how many the ring no longer holds
 //   {"cmd":"watch","since":S}          -> {"ok":true,"watch":true,"next":N,"dropped":D}
 //           then the events with seq >= S (default: from now on), one per
-//           line, as they happen, until the connection closes; when hpcd
+//           line, as they happen, until the connection closes; also
+//           {"event":"task",..} (task_event) when a task is adopted or
+//           described otherwise (a launcher's rank, now monitored); when hpcd
 //           exits: {"event":"end","reason":"..."}. The connection then
 //           answers no further request.
 // Errors: {"ok":false,"kind":"bad_key|bad_value|read_only|kernel_only|
@@ -56,7 +61,8 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 nlohmann::ordered_json knob_values(Engine &e);
 
 struct ControlHooks {
-	std::function<std::string(int pid, const std::string &name)> add; // "" or error
+	// "" or error
+	std::function<std::string(int pid, const std::string &name, bool launcher)> add;
 	std::function<void(int pid)> remove;
 	std::function<nlohmann::json()> status;
 	std::function<CgStat(const Task &)> stat;
@@ -70,6 +76,9 @@ struct ControlHooks {
 };
 
 nlohmann::json task_json(Engine &e, const Task &t, const CgStat &st);
+// {"event":"task","pid":..,"name":..,"job":..,"rank":..,"role":"task"|"launcher",
+//  "source":"monitor"|"proc","launched_by":PID,"ctx":..,"cpu":..,"sibling":..,"prio":..}
+nlohmann::json task_event(Engine &e, const Task &t);
 // Handle one request line; returns the reply (one line, no newline).
 std::string handle_line(Engine &e, ControlHooks &h, std::string_view line);
 

@@ -78,6 +78,7 @@ struct Task {
 	int rank = -1;                        // MPI rank when the monitor said hello
 	uint64_t seq = 0;                     // order of arrival (ranks: of the job's first rank)
 	bool launcher = false;                // e.g. mpirun whose ranks are managed: not paired
+	int launched_by = 0;                  // the managed launcher it descends from (0: none)
 	uint32_t static_prio = 0;             // > 0: fixed priority (the core still accounts)
 	bool monitored = false;               // iteration boundaries come from datagrams
 	uint64_t last_record_ns = 0;          // end of its last record (or its adoption)

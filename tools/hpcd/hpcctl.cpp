@@ -41,6 +41,7 @@ extern "C" {
 #include <poll.h>
 #include <sched.h>
 #include <set>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -84,7 +85,7 @@ struct Opts {
 	std::string socket, sysfs, backend = "auto", hpcd_bin, scx_bin, heuristic, key, membind;
 	std::string output, perfetto, paraver, plot, title, input, tracefs;
 	double duration = 0;
-	bool force = false;
+	bool force = false, launcher = false;
 	std::vector<std::string> settings, cmd;
 	bool once = false, json_out = false;
 	double interval = 1.0;
@@ -285,6 +286,9 @@ void connect_or_fail(const Opts &o, ControlClient &c)
 
 void connect_or_start_once(const Opts &o, ControlClient &c);
 
+// The hpcd this hpcctl started (-1: none): its child, ended with it.
+pid_t g_hpcd = -1;
+
 // Connect, starting an hpcd (that exits with its last task) if none answers;
 // an hpcd that is just exiting (its last task gone) may still accept: ask it
 // for its status, and try again if it does not answer.
@@ -308,37 +312,74 @@ void connect_or_start_once(const Opts &o, ControlClient &c)
 {
 	if (c.connect(o.socket))
 		return;
+	// --hpcd, else next to hpcctl (the build tree), in ../sbin (make
+	// install), else hpcd from $PATH.
 	std::string bin = o.hpcd_bin;
-	if (bin.empty()) {
-		std::string d = self_dir() + "/hpcd";
-		bin = ::access(d.c_str(), X_OK) == 0 ? d : "hpcd";
-	}
+	for (auto d : {self_dir() + "/hpcd", self_dir() + "/../sbin/hpcd"})
+		if (bin.empty() && ::access(d.c_str(), X_OK) == 0)
+			bin = d;
+	if (bin.empty())
+		bin = "hpcd";
 	std::string logf = o.socket + ".log";
+	const pid_t me = ::getpid();
 	pid_t pid = ::fork();
 	if (pid < 0)
 		fail(kNoDaemon, std::string("fork: ") + std::strerror(errno));
 	if (pid == 0) {
+		// hpcd belongs to this command: it gets SIGTERM when hpcctl ends
+		// however it ends (its guardian then undoes what it did). Its own
+		// session keeps the terminal's signals away from it.
+		::prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (::getppid() != me)
+			::_exit(1);
 		::setsid();
 		int fd = ::open(logf.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		int nul = ::open("/dev/null", O_RDWR);
 		::dup2(nul, 0);
 		::dup2(fd >= 0 ? fd : nul, 1);
 		::dup2(fd >= 0 ? fd : nul, 2);
-		// Double fork: hpcd is nobody's child here.
-		if (::fork() != 0)
-			::_exit(0);
 		::execlp(bin.c_str(), bin.c_str(), "--exit-when-idle", "--control",
 			 o.socket.c_str(), nullptr);
 		::_exit(127);
 	}
-	::waitpid(pid, nullptr, 0);
+	g_hpcd = pid;
 	for (int i = 0; i < 100; i++) {
 		if (c.connect(o.socket))
 			return;
+		if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+			g_hpcd = -1;
+			break;
+		}
 		std::this_thread::sleep_for(std::chrono::milliseconds(50));
 	}
 	fail(kNoDaemon,
 	     "started " + bin + " but it does not answer on " + o.socket + " (see " + logf + ")");
+}
+
+// The hpcd this hpcctl started ends with it: given a moment to leave on its
+// own (--exit-when-idle, after its last task), then told to (SIGTERM; its
+// guardian undoes what it did either way). Waited for, so that its cgroups
+// are gone when hpcctl returns.
+void end_own_hpcd()
+{
+	if (g_hpcd <= 0)
+		return;
+	auto gone_within = [](int ms) {
+		for (int i = 0; i < ms / 20; i++) {
+			if (::waitpid(g_hpcd, nullptr, WNOHANG) != 0)
+				return true;
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		}
+		return false;
+	};
+	if (!gone_within(2000)) {
+		::kill(g_hpcd, SIGTERM);
+		if (!gone_within(10000)) {
+			::kill(g_hpcd, SIGKILL);
+			::waitpid(g_hpcd, nullptr, 0);
+		}
+	}
+	g_hpcd = -1;
 }
 
 int hpcd_get(const Opts &o)
@@ -545,6 +586,13 @@ void catch_signals()
 		::sigaction(s, &sa, nullptr); // no SA_RESTART: waits end early
 }
 
+// An MPI launcher (mpirun, mpiexec, srun ...; --launcher for a wrapper):
+// hpcd adopts the processes it starts as the job's ranks, not the launcher.
+bool launches_ranks(const Opts &o)
+{
+	return o.launcher || (!o.cmd.empty() && is_launcher_name(o.cmd[0]));
+}
+
 // The command under hpcd: forked, added to hpcd, then let go.
 Child start_managed(const Opts &o, ControlClient &c, const std::vector<int> &membind)
 {
@@ -552,7 +600,10 @@ Child start_managed(const Opts &o, ControlClient &c, const std::vector<int> &mem
 	g_child = ch.pid;
 	json r;
 	try {
-		r = c.call(json{{"cmd", "add"}, {"pid", ch.pid}, {"name", o.cmd[0]}});
+		r = c.call(json{{"cmd", "add"},
+				{"pid", ch.pid},
+				{"name", o.cmd[0].substr(o.cmd[0].rfind('/') + 1)},
+				{"launcher", launches_ranks(o)}});
 	} catch (...) {
 		kill_child(ch);
 		throw;
@@ -562,6 +613,68 @@ Child start_managed(const Opts &o, ControlClient &c, const std::vector<int> &mem
 		fail(kFail, "hpcd cannot manage the command: " + r.value("error", "?"));
 	}
 	return ch;
+}
+
+// Who hpcd adopted for the command, from its watch stream's task events:
+// what `run` and `trace` say about a launcher's ranks at the end.
+struct Adoption {
+	std::map<int, json> tasks; // pid -> its latest task event
+
+	void seen(const json &ev)
+	{
+		if (ev.value("event", std::string()) == "task")
+			tasks[ev.value("pid", 0)] = ev;
+	}
+	static bool is_rank(const json &t)
+	{
+		return t.value("role", std::string()) == "task";
+	}
+	size_t ranks() const
+	{
+		return static_cast<size_t>(std::count_if(tasks.begin(), tasks.end(),
+							 [](auto &kv) { return is_rank(kv.second); }));
+	}
+	// The warnings about this run, for the screen and the trace.
+	std::vector<std::string> warnings(const Opts &o) const
+	{
+		std::vector<std::string> w;
+		if (!launches_ranks(o))
+			return w;
+		const std::string cmd = o.cmd[0].substr(o.cmd[0].rfind('/') + 1);
+		if (!ranks()) {
+			w.push_back(fmt::format("{} started no process hpcd could adopt as a rank: "
+						"nothing was balanced (ranks in ignore_ranks are "
+						"not adopted; hpcd's log says what it saw)",
+						cmd));
+			return w;
+		}
+		std::vector<std::string> unmon;
+		for (auto &[pid, t] : tasks)
+			if (is_rank(t) && t.value("source", std::string()) != "monitor")
+				unmon.push_back(fmt::format("pid {} ({}) rank {}", pid,
+							    t.value("name", std::string("?")),
+							    t.value("rank", -1)));
+		if (!unmon.empty())
+			w.push_back(fmt::format(
+				"{} of {} rank(s) ran unmonitored (no libhpcmon hello: adopted "
+				"under {}, iterations sampled from /proc, a polling wait looks "
+				"busy): {}; preload libhpcmon (hpcmon-lib PROGRAM) for exact "
+				"iterations",
+				unmon.size(), ranks(), cmd, fmt::join(unmon, ", ")));
+		return w;
+	}
+};
+
+// Say the warnings on stderr; a launcher run that adopted no rank fails
+// (status 1) unless the command failed itself (its status then).
+int adoption_verdict(const Opts &o, const Adoption &a, const std::vector<std::string> &w,
+		     int status)
+{
+	for (auto &x : w)
+		std::cerr << "hpcctl: warning: " << x << "\n";
+	if (launches_ranks(o) && !a.ranks() && status == 0)
+		return kFail;
+	return status;
 }
 
 int wait_child(pid_t pid)
@@ -917,6 +1030,39 @@ int scx_get(const Opts &o)
 	return kOk;
 }
 
+// Wait for the command, taking in hpcd's task events meanwhile (and for a
+// moment after it ends, or until hpcd's stream ends). Its status.
+int follow(ControlClient &watch, pid_t pid, Adoption &a)
+{
+	int status = -1;
+	uint64_t done_at = 0;
+	bool open = true;
+	while (!done_at || (open && mono_ns() < done_at + 200000000ull)) {
+		int st;
+		if (!done_at && ::waitpid(pid, &st, WNOHANG) == pid) {
+			status = exec_status(st);
+			done_at = mono_ns();
+			g_child = -1;
+		}
+		std::string line;
+		const int got = open ? watch.read_line(line, 50) : 0;
+		if (got < 0)
+			open = false;
+		else if (got == 0 && !open)
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		if (got <= 0)
+			continue;
+		try {
+			json ev = json::parse(line);
+			a.seen(ev);
+			open = ev.value("event", std::string()) != "end";
+		} catch (const json::exception &) {
+			fail(kFail, "run: hpcd sent a malformed event: " + line.substr(0, 80));
+		}
+	}
+	return status;
+}
+
 int run(const Opts &o)
 {
 	std::vector<std::string> kv = o.settings;
@@ -952,10 +1098,13 @@ int run(const Opts &o)
 			     std::string("sched_setscheduler(SCHED_HPC): ") + std::strerror(errno));
 		exec_cmd(o.cmd);
 	}
-	ControlClient c;
+	ControlClient c, watch;
 	connect_or_start(o, c);
 	if (!kv.empty())
 		hpcd_set(c, kv);
+	if (!watch.connect(o.socket))
+		fail(kNoDaemon, "run: hpcd does not answer on " + o.socket);
+	checked(watch.call(json{{"cmd", "watch"}}));
 	// The child waits until hpcd manages it, then becomes the command.
 	catch_signals();
 	Child ch = start_managed(o, c, membind);
@@ -965,7 +1114,9 @@ int run(const Opts &o)
 		std::cerr << "hpcctl: " << why << "\n";
 		return code;
 	}
-	return wait_child(ch.pid);
+	Adoption a;
+	const int status = follow(watch, ch.pid, a);
+	return adoption_verdict(o, a, a.warnings(o), status);
 }
 
 // ---- top / status ----------------------------------------------------------
@@ -1308,8 +1459,35 @@ void learn(Recorder &r, const json &ev, ControlClient *ctl)
 	r.task(ti);
 }
 
+// hpcd adopted a task, or describes it otherwise: its task line.
+void task_event(Recorder &r, const json &ev)
+{
+	trace::TaskInfo ti;
+	ti.pid = ev.value("pid", 0);
+	ti.name = ev.value("name", std::string());
+	ti.job = ev.value("job", std::string());
+	ti.rank = ev.value("rank", -1);
+	ti.ctx = ev.value("ctx", -1);
+	ti.cpu = ev.value("cpu", -1);
+	ti.sibling = ev.value("sibling", 0);
+	ti.role = ev.value("role", std::string("task"));
+	ti.source = ev.value("source", std::string("proc"));
+	ti.prio = ev.value("prio", 0u);
+	if (ti.pid <= 0 || (ti.role != "task" && ti.role != "launcher"))
+		fail(kFail, "trace: hpcd sent a malformed task event: " + ev.dump().substr(0, 80));
+	for (auto &known : r.t.tasks)
+		if (known.pid == ti.pid) {
+			ti.prio = known.prio ? known.prio : ti.prio;
+			known = ti;
+			r.line(trace::task_line(known));
+			return;
+		}
+	r.task(ti);
+}
+
 // One event line of hpcd's watch stream. False at its end event.
-bool hpcd_event(Recorder &r, const std::string &line, ControlClient *ctl, std::string &reason)
+bool hpcd_event(Recorder &r, Adoption &a, const std::string &line, ControlClient *ctl,
+		std::string &reason)
 {
 	json ev;
 	try {
@@ -1321,6 +1499,11 @@ bool hpcd_event(Recorder &r, const std::string &line, ControlClient *ctl, std::s
 	if (kind == "end") {
 		reason = "hpcd: " + ev.value("reason", std::string("exits"));
 		return false;
+	}
+	if (kind == "task") {
+		a.seen(ev);
+		task_event(r, ev);
+		return true;
 	}
 	if (kind != "iteration" && kind != "priority")
 		return true;
@@ -1423,6 +1606,7 @@ int trace_cmd(const Opts &o)
 	const bool kernel = !scx && use_kernel(o);
 
 	Recorder r;
+	Adoption adopted;
 	r.t.source = scx ? "scx" : kernel ? "kernel" : "hpcd";
 	r.t.host = hostname();
 	r.t.command = o.cmd;
@@ -1565,7 +1749,7 @@ int trace_cmd(const Opts &o)
 			std::string line;
 			int got;
 			while ((got = watch.read_line(line, wait_ms)) > 0) {
-				if (!hpcd_event(r, line, &ctl, reason))
+				if (!hpcd_event(r, adopted, line, &ctl, reason))
 					break;
 			}
 			if (got < 0 && reason.empty())
@@ -1577,6 +1761,8 @@ int trace_cmd(const Opts &o)
 	r.t.end_ns = mono_ns();
 	r.t.reason = reason;
 	r.t.missed = r.missed;
+	if (!scx && !kernel && !o.cmd.empty())
+		r.t.warnings = adopted.warnings(o);
 	r.line(trace::end_line(r.t));
 	r.f.close();
 	if (!r.f)
@@ -1600,7 +1786,9 @@ int trace_cmd(const Opts &o)
 					 "(or a rank with libhpcmon)?\n");
 	if (ch.pid > 0 && !done_at)
 		status = wait_child(ch.pid); // --duration ended the recording first
-	return o.cmd.empty() ? kOk : status;
+	if (o.cmd.empty())
+		return kOk;
+	return scx || kernel ? status : adoption_verdict(o, adopted, r.t.warnings, status);
 }
 
 // ---- report --------------------------------------------------------------------------
@@ -1612,11 +1800,19 @@ bool same_file(const std::string &a, const std::string &b)
 	       x.st_ino == y.st_ino;
 }
 
+// bench/metbench/report.py: installed beside hpcctl (PREFIX/share/hpcsched,
+// make install), else the source tree's.
+std::string report_py()
+{
+	const std::string installed = self_dir() + "/../share/hpcsched/report.py";
+	return ::access(installed.c_str(), R_OK) == 0 ? installed : HPCSCHED_REPORT_PY;
+}
+
 // The timeline, drawn by bench/metbench/report.py (matplotlib).
 void plot(const trace::Trace &t, const Opts &o, TmpOut &png)
 {
 	const std::string py = env_or("HPCCTL_PYTHON", "/usr/bin/python3");
-	const std::string script = env_or("HPCCTL_REPORT_PY", HPCSCHED_REPORT_PY);
+	const std::string script = env_or("HPCCTL_REPORT_PY", report_py().c_str());
 	if (::access(script.c_str(), R_OK) != 0)
 		fail(kFail, "report: --plot draws with " + script + ": " + std::strerror(errno) +
 				    " ($HPCCTL_REPORT_PY)");
@@ -1724,6 +1920,7 @@ int dispatch(int argc, char **argv)
 		   "not reachable,\n64 usage error, 65 'run' without '--' or command, 126/127 "
 		   "command not executable/found.");
 	app.require_subcommand(1);
+	app.set_version_flag("--version", "hpcctl (hpcsched) " HPCSCHED_VERSION);
 	app.add_option("--socket", o.socket, "hpcd control socket ($HPCD_CONTROL)");
 	app.add_option("--sysfs", o.sysfs, "kernel tunables directory ($HPC_SYSFS)");
 	app.add_option("--backend", o.backend,
@@ -1740,6 +1937,9 @@ int dispatch(int argc, char **argv)
 	run_c->add_option("--hpcd", o.hpcd_bin, "hpcd binary to start if none runs");
 	run_c->add_option("--membind", o.membind,
 			  "bind the command's memory to these NUMA nodes (e.g. 0 or 0-1)");
+	run_c->add_flag("--launcher", o.launcher,
+			"the command starts MPI ranks (mpirun, mpiexec, srun are known): adopt "
+			"them, not it");
 	auto *get_c = app.add_subcommand("get", "print one tunable, or all as KEY=VALUE");
 	get_c->add_option("KEY", o.key, "tunable name (sysfs name)");
 	auto *set_c = app.add_subcommand("set", "set tunables: all or nothing");
@@ -1773,6 +1973,9 @@ int dispatch(int argc, char **argv)
 	trace_c->add_option("--hpcd", o.hpcd_bin, "hpcd binary to start if none runs");
 	trace_c->add_option("--membind", o.membind,
 			    "with a command: bind its memory to these NUMA nodes");
+	trace_c->add_flag("--launcher", o.launcher,
+			  "the command starts MPI ranks (mpirun, mpiexec, srun are known): adopt "
+			  "them, not it");
 	trace_c->add_option("--tracefs", o.tracefs,
 			    "kernel class: tracefs mount (default /sys/kernel/tracing)");
 	trace_c->add_option("--sample-ms", o.sample_ms,
@@ -1796,6 +1999,8 @@ int dispatch(int argc, char **argv)
 	} catch (const CLI::CallForHelp &e) {
 		return app.exit(e);
 	} catch (const CLI::CallForAllHelp &e) {
+		return app.exit(e);
+	} catch (const CLI::CallForVersion &e) {
 		return app.exit(e);
 	} catch (const CLI::ParseError &e) {
 		if (!dashdash && std::find(before.begin(), before.end(), "run") != before.end()) {
@@ -1885,13 +2090,15 @@ int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	int code = kFail;
 	try {
-		return dispatch(argc, argv);
+		code = dispatch(argc, argv);
 	} catch (const Failure &f) {
 		std::cerr << "hpcctl: " << f.msg << "\n";
-		return f.code;
+		code = f.code;
 	} catch (const std::exception &e) {
 		std::cerr << "hpcctl: " << e.what() << "\n";
-		return kFail;
 	}
+	end_own_hpcd();
+	return code;
 }

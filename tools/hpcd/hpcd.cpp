@@ -112,6 +112,10 @@ struct Client {
 	std::string in, out;
 };
 
+// How a task came to hpcd: --pid or hpcctl's add (a launcher if hpcctl says
+// so), the monitor's hello, or found under a managed launcher (adopt_launched).
+enum class Via { Control, Launcher, Monitor, Scan };
+
 class Daemon
 {
 public:
@@ -121,7 +125,12 @@ public:
 	Engine e;
 
 private:
-	std::string add(int pid, const std::string &name, const std::string &job, int rank);
+	std::string add(int pid, const std::string &name, const std::string &job, int rank,
+			Via via);
+	std::string join_existing(Task &t, const std::string &job, int rank, Via via);
+	int launcher_above(int pid, bool mark);
+	void adopt_launched();
+	void announce(const Task &t);
 	void drop(int pid, const char *why);
 	void apply();
 	void weigh_group();
@@ -154,6 +163,8 @@ private:
 	std::map<int, Quota> applied_q_;
 	std::map<int, uint32_t> applied_w_;
 	std::map<int, int> applied_cpu_;
+	std::set<int> passed_; // under a launcher, not adopted (ignore_ranks, failed)
+	uint64_t last_scan_ = 0;
 	uint32_t group_w_ = 0;
 	Topology topo_;
 	ControlHooks hooks_;
@@ -163,21 +174,54 @@ private:
 	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
 };
 
-std::string Daemon::add(int pid, const std::string &name, const std::string &job, int rank)
+// A managed task the monitor says hello for is a rank now: its boundaries
+// come from the monitor (it was sampled from /proc if found under a launcher).
+std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via via)
+{
+	if (via != Via::Monitor || t.monitored || t.launcher)
+		return "";
+	t.rank = rank;
+	if (!t.launched_by)
+		t.job = job;
+	t.monitored = true;
+	t.last_record_ns = mono_ns();
+	log(fmt::format("{} ({}) rank {}: the monitor said hello", t.pid, t.name, rank));
+	announce(t);
+	return "";
+}
+
+// The managed launcher `pid` descends from (0: none). With `mark`, a managed
+// ancestor that is not a launcher yet (a wrapper, mpirun started without
+// saying so) becomes one: it steps out of the pairing, gets its CPUs back
+// and its other children are adopted too.
+int Daemon::launcher_above(int pid, bool mark)
+{
+	int found = 0;
+	for (auto &[p, l] : e.tasks) {
+		if (p == pid || (!l.launcher && (!mark || l.rank >= 0)) || !is_descendant(pid, p))
+			continue;
+		if (!l.launcher) {
+			l.launcher = true;
+			set_affinity(p, orig_cpus_[p]);
+			applied_cpu_.erase(p);
+			log(fmt::format("{} ({}) launches ranks: not paired", p, l.name));
+			announce(l);
+		}
+		if (!found || is_descendant(p, found))
+			found = p; // the nearest
+	}
+	return found;
+}
+
+std::string Daemon::add(int pid, const std::string &name, const std::string &job_in, int rank,
+			Via via)
 {
 	if (pid == ::getpid() || pid == g_.pid())
 		return "pid " + std::to_string(pid) + " is hpcd itself";
 	if (!proc_alive(pid))
 		return "no process " + std::to_string(pid);
-	if (Task *t = e.find(pid)) {
-		if (rank >= 0 && t->rank < 0) { // a managed task turned out to be a rank
-			t->rank = rank;
-			t->job = job;
-			t->monitored = true;
-			t->last_record_ns = mono_ns();
-		}
-		return "";
-	}
+	if (Task *t = e.find(pid))
+		return join_existing(*t, job_in, rank, via);
 	auto pc = read_file("/proc/" + std::to_string(pid) + "/cgroup");
 	std::string origin = pc ? task_cgroup(*pc, cg_.layout().version).value_or("/") : "/";
 	if (origin.find_first_of(" \t\n") != std::string::npos)
@@ -193,8 +237,14 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 		origin = o;
 	}
 	std::vector<int> cpus = get_affinity(pid);
+	// Ranks under a launcher are its job, however they were found.
+	const int up = via == Via::Monitor || via == Via::Scan ? launcher_above(pid, false) : 0;
+	const std::string job = up ? "l" + std::to_string(up) : job_in;
 	Task &t = e.add(pid, name.empty() ? proc_comm(pid) : name, job, rank, mono_ns());
 	t.origin = origin;
+	t.monitored = via == Via::Monitor;
+	t.launcher = via == Via::Launcher;
+	t.launched_by = up;
 	try {
 		t.cg = cg_.create(job, pid);
 		if (!g_.track(t.cg, origin, pid, cpus))
@@ -219,19 +269,66 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	had_task_ = true;
 	// A rank whose launcher (mpirun, a wrapper) is managed: the launcher
 	// steps out of the pairing and gets its CPUs back.
-	if (rank >= 0)
-		for (auto &[p, l] : e.tasks)
-			if (p != pid && !l.launcher && l.rank < 0 && is_descendant(pid, p)) {
-				l.launcher = true;
-				set_affinity(p, orig_cpus_[p]);
-				applied_cpu_.erase(p);
-				log(fmt::format("{} ({}) launches ranks: not paired", p, l.name));
-			}
+	if (via == Via::Monitor && !up)
+		t.launched_by = launcher_above(pid, true);
 	e.place();
 	max_tasks_ = std::max(max_tasks_, e.active().size());
-	log(fmt::format("managing {} ({}) job {} rank {} in {}", pid, t.name, job, rank, t.cg));
+	log(fmt::format("managing {} ({}) job {} rank {} in {}{}", pid, t.name, job, rank, t.cg,
+			t.launcher ? " (launcher)" : ""));
+	announce(t);
 	apply();
 	return "";
+}
+
+// Tell the watchers (hpcctl run/trace) who a task is.
+void Daemon::announce(const Task &t)
+{
+	if (watchers_.empty())
+		return;
+	const std::string line = task_event(e, t).dump() + "\n";
+	for (int fd : watchers_)
+		clients_[fd].out += line;
+}
+
+// The processes a managed launcher started that are not its helpers
+// (orted, hydra_pmi_proxy): those still in its cgroup, which its
+// descendants inherit. Each is adopted as a rank of the launcher's job
+// (its rank from the launcher's environment variables; ignore_ranks
+// applies), its iterations sampled from /proc until the monitor says hello.
+void Daemon::adopt_launched()
+{
+	std::vector<std::pair<int, int>> found; // pid, launcher
+	std::set<int> seen;
+	for (auto &[lp, l] : e.tasks) {
+		if (!l.launcher)
+			continue;
+		for (int p : cg_.procs(l.cg))
+			if (p != lp && !e.find(p) && seen.insert(p).second && !passed_.count(p))
+				found.emplace_back(p, lp);
+	}
+	std::erase_if(passed_, [&](int p) { return !seen.count(p); });
+	for (auto [p, lp] : found) {
+		const std::string comm = proc_comm(p);
+		if (comm.empty() || is_launcher_helper(comm))
+			continue; // a helper, or a child of mpirun that has not exec'd yet
+		auto env = read_file("/proc/" + std::to_string(p) + "/environ");
+		const int rank = env ? rank_from_environ(*env).value_or(-1) : -1;
+		const auto &ig = e.s.ignore_ranks;
+		if (rank >= 0 && std::find(ig.begin(), ig.end(), rank) != ig.end()) {
+			passed_.insert(p);
+			log(fmt::format("rank {} (pid {}, {}) is in ignore_ranks: not adopted", rank,
+					p, comm));
+			continue;
+		}
+		if (std::string err = add(p, comm, "", rank, Via::Scan); !err.empty()) {
+			passed_.insert(p);
+			log(err);
+			continue;
+		}
+		log(fmt::format("{} ({}) rank {} started by launcher {}: adopted without the "
+				"monitor, iterations sampled from /proc",
+				p, comm, rank, lp));
+	}
 }
 
 void Daemon::drop(int pid, const char *why)
@@ -372,6 +469,10 @@ void Daemon::sample()
 	}
 	for (int pid : gone)
 		drop(pid, "exited");
+	if (const uint64_t now = mono_ns(); !o_.no_adopt && now - last_scan_ >= 50000000ull) {
+		last_scan_ = now;
+		adopt_launched();
+	}
 	// A held record whose sibling's never came (its wait stayed below
 	// min_wait): apply it alone.
 	e.flush(mono_ns(), 20 * 1000000ull);
@@ -414,7 +515,7 @@ void Daemon::on_datagram()
 				log(fmt::format("rank {} (pid {}) is in ignore_ranks: not adopted",
 						r.rank, r.pid));
 			} else if (!o_.no_adopt) {
-				std::string err = add(r.pid, "", job, r.rank);
+				std::string err = add(r.pid, "", job, r.rank, Via::Monitor);
 				if (!err.empty())
 					log(err);
 			}
@@ -723,8 +824,9 @@ int Daemon::run()
 			       {ns / 1000000000, ns % 1000000000}};
 		::timerfd_settime(timer_, 0, &its, nullptr);
 
-		hooks_.add = [this](int pid, const std::string &name) {
-			return add(pid, name, "d" + std::to_string(::getpid()), -1);
+		hooks_.add = [this](int pid, const std::string &name, bool launcher) {
+			return add(pid, name, "d" + std::to_string(::getpid()), -1,
+				   launcher ? Via::Launcher : Via::Control);
 		};
 		hooks_.remove = [this](int pid) { drop(pid, "hpcctl asked"); };
 		hooks_.status = [this] { return status(); };
@@ -753,7 +855,8 @@ int Daemon::run()
 
 		for (size_t i = 0; i < o_.pids.size(); i++) {
 			int pid = o_.pids[i];
-			std::string err = add(pid, "", "d" + std::to_string(::getpid()), -1);
+			std::string err =
+				add(pid, "", "d" + std::to_string(::getpid()), -1, Via::Control);
 			if (!err.empty())
 				throw std::runtime_error(err);
 			if (i < o_.prios.size())
@@ -813,6 +916,7 @@ int main(int argc, char **argv)
 	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
 	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
 	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup SMT emulation)", "hpcd"};
+	app.set_version_flag("--version", "hpcd (hpcsched) " HPCSCHED_VERSION);
 	app.add_option("--pid", o.pids, "manage this process (repeatable; paired in order)")
 		->check(CLI::PositiveNumber);
 	app.add_option("--prio", o.prios,
@@ -840,7 +944,8 @@ int main(int argc, char **argv)
 		->check(CLI::Range(0u, 1000000u));
 	app.add_option("--control", o.control, "control socket ($HPCD_CONTROL)");
 	app.add_option("--monitor", o.monitor, "monitor datagram socket ($HPCD_SOCKET)");
-	app.add_flag("--no-adopt", o.no_adopt, "ignore the monitor's hello (do not adopt ranks)");
+	app.add_flag("--no-adopt", o.no_adopt,
+		     "adopt no rank (neither on the monitor's hello nor under a launcher)");
 	app.add_flag("--exit-when-idle", o.exit_when_idle, "exit when the last task has gone");
 	app.add_flag("--strict-cpus", o.strict_cpus,
 		     "refuse to emulate more contexts than there are CPUs");

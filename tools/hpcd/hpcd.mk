@@ -3,19 +3,26 @@
 #
 #   make hpcd            hpcd, hpcctl, their unit tests and the test load
 #   make check-hpcd      unit tests + integration on this machine's cgroups (root)
+#   make check-install   make install into a DESTDIR, then the installed tools
 #   make hpcd-metbench   MetBench under hpcd three ways: baseline, Uniform, Adaptive
 
 HPCD_DIR := $(BUILD)/tools/hpcd
 
-CHECK_SUITES += hpcd
+CHECK_SUITES += hpcd install
 
-.PHONY: hpcd check-hpcd hpcd-metbench
+.PHONY: hpcd check-hpcd check-install hpcd-metbench
 
-hpcd: deps $(BUILD)/CMakeCache.txt
+hpcd: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin
 
+# libhpcmon and MetBench: the launcher tests and metbench-3ways.sh run them.
 check-hpcd: hpcd
+	cmake --build $(BUILD) -j $(JOBS) --target hpcmon metbench
 	@tests/run-suite hpcd -- tools/hpcd/tests/run-suite.sh $(BUILD)
+
+# make install into a DESTDIR; the installed tools; README.md's hpcd commands.
+check-install: hpcd metbench
+	@tests/run-suite install -- tools/hpcd/tests/install.sh $(TOP) $(BUILD)
 
 hpcd-metbench: hpcd
 	cmake --build $(BUILD) -j $(JOBS) --target metbench hpcmon

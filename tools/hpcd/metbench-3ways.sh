@@ -42,12 +42,44 @@ mb=$build/bench/metbench/metbench mon=$build/tools/hpcmon/libhpcmon.so
 for f in "$hpcd" "$hpcctl" "$mb" "$mon"; do
 	[ -e "$f" ] || { echo "metbench-3ways: $f is not built" >&2; exit 1; }
 done
+# Whatever ends the script (a failed step, a signal), the hpcd it started,
+# the static-priority helper and the background command end with it; hpcd's
+# guardian then undoes what hpcd did.
+d= sp= bg= job= tmpwork=
+stop_pid() { # PID [SECONDS]: SIGTERM, then SIGKILL if still there after SECONDS (5)
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 0
+	kill "$1" 2>/dev/null
+	for _ in $(seq $((${2:-5} * 20))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+	kill -9 "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+cleanup() {
+	stop_pid "$job"
+	stop_pid "$sp"
+	stop_pid "$bg"
+	stop_pid "$d"
+	[ -z "$tmpwork" ] || rm -rf "$tmpwork"
+}
+trap cleanup EXIT
+# run CMD...: in the background and waited for, so that a signal to the
+# script is handled at once (bash runs a trap only after its foreground job).
+run() {
+	"$@" &
+	job=$!
+	local st=0
+	wait "$job" || st=$?
+	job=
+	return $st
+}
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 if [ -n "${2:-}" ]; then
 	work=$2
 	mkdir -p "$work"
 else
 	work=$(mktemp -d /tmp/hpcd-mb.XXXXXX)
-	trap 'rm -rf "$work"' EXIT
+	tmpwork=$work
 fi
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon HPCMON_QUIET=1
 emul_waits=${EMUL_WAITS:-poll}
@@ -163,10 +195,16 @@ for way in $ways; do
 	# "none": the monitor is loaded all the same (nobody reads its datagrams).
 	if [ -n "${PROGRAM:-}" ] && [ "${PROGRAM_OUTPUT:-}" = monitor ]; then
 		# shellcheck disable=SC2086
-		HPCMON_REPORT=$work/$way.monitor.json mpirun --oversubscribe $root --bind-to none \
+		HPCMON_REPORT=$work/$way.monitor.json run mpirun --oversubscribe $root --bind-to none \
 			-np "$nworkers" -x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET \
 			-x HPCMON_BLOCKING_WAIT -x HPCMON_REPORT "$mb" ${PROGRAM_ARGS:-} \
 			>"$work/$way.out"
+		if [ ! -s "$work/$way.monitor.json" ]; then
+			echo "metbench-3ways: $mb wrote no monitor report ($work/$way.monitor.json):" \
+				"libhpcmon saw no MPI_Finalize of it (is it an MPI program linked with" \
+				"the MPI libhpcmon was built for? does the monitor wrap its MPI calls?)" >&2
+			exit 1
+		fi
 		python3 - "$work/$way.monitor.json" >"$work/$way.json" <<-'PY'
 			import json, sys
 			m = json.load(open(sys.argv[1]))
@@ -178,19 +216,27 @@ for way in $ways; do
 		PY
 	elif [ -n "${PROGRAM:-}" ]; then
 		# shellcheck disable=SC2086
-		mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
+		run mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
 			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
 			"$mb" ${PROGRAM_ARGS:-} --json --trace "$work/$way.csv" >"$work/$way.json"
 	else
-		mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
+		run mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
 			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
 			"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" "${swap[@]}" --json \
 			--trace "$work/$way.csv" >"$work/$way.json"
 	fi
 	[ -z "$bg" ] || { kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null || true; }
+	bg=
 	[ -z "$sp" ] || wait "$sp" || true
+	sp=
 	rm -f "$work"/static.set.*
-	[ "$way" = none ] || wait $d || true
+	# hpcd exits after the last rank's BYE; one that adopted no rank (no
+	# monitor in the program) is told to.
+	if [ "$way" != none ]; then
+		for _ in $(seq 100); do kill -0 "$d" 2>/dev/null || break; sleep 0.05; done
+		stop_pid "$d" 10
+		d=
+	fi
 	t=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["total_time_s"])' "$work/$way.json")
 	# The last decision logged for each rank.
 	prios=$(awk '/ rank [0-9]+ iteration / { for (i = 1; i <= NF; i++) if ($i == "rank") r = $(i + 1); p[r] = $NF }

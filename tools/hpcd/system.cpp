@@ -8,8 +8,10 @@
 #include <charconv>
 #include <cstring>
 #include <dirent.h>
+#include <map>
 #include <memory>
 #include <sched.h>
+#include <set>
 #include <time.h>
 
 #include <hwloc.h>
@@ -230,6 +232,55 @@ bool is_descendant(int pid, int ancestor)
 		pid = s->ppid;
 	}
 	return false;
+}
+
+namespace
+{
+std::string_view base_name(std::string_view p)
+{
+	auto s = p.rfind('/');
+	return s == std::string_view::npos ? p : p.substr(s + 1);
+}
+} // namespace
+
+bool is_launcher_name(std::string_view cmd)
+{
+	static const std::set<std::string_view> names{
+		"mpirun",         "mpiexec",         "orterun",        "prterun",
+		"mpirun.openmpi", "mpiexec.openmpi", "mpirun.mpich",   "mpiexec.mpich",
+		"mpiexec.hydra",  "srun",            "mpirun.hydra"};
+	return names.count(base_name(cmd)) > 0;
+}
+
+bool is_launcher_helper(std::string_view comm)
+{
+	static const std::set<std::string_view> helpers{
+		"orted", "prted", "prte", "hydra_pmi_proxy", "pmi_proxy", "slurmstepd"};
+	return helpers.count(comm) > 0 || is_launcher_name(comm);
+}
+
+std::optional<int> rank_from_environ(std::string_view environ)
+{
+	std::map<std::string_view, std::string_view> vars;
+	while (!environ.empty()) {
+		auto end = environ.find('\0');
+		std::string_view kv = environ.substr(0, end);
+		environ = end == std::string_view::npos ? "" : environ.substr(end + 1);
+		auto eq = kv.find('=');
+		if (eq != std::string_view::npos)
+			vars.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+	}
+	for (auto name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+		auto it = vars.find(name);
+		if (it == vars.end())
+			continue;
+		int r = -1;
+		auto [p, ec] = std::from_chars(it->second.data(),
+					       it->second.data() + it->second.size(), r);
+		if (ec == std::errc() && p == it->second.data() + it->second.size() && r >= 0)
+			return r;
+	}
+	return std::nullopt;
 }
 
 } // namespace hpcd

@@ -58,4 +58,17 @@ bool proc_alive(int pid);
 // True if `ancestor` is a (grand)parent of `pid`.
 bool is_descendant(int pid, int ancestor);
 
+// MPI launchers: a command of this name (its base name) starts the ranks of
+// a job (mpirun, mpiexec, srun, and their implementation-specific names).
+bool is_launcher_name(std::string_view cmd);
+// The launchers' own helper processes (orted, hydra_pmi_proxy, ...) and the
+// launchers themselves, by command name (/proc/<pid>/comm, at most 15
+// characters): never ranks.
+bool is_launcher_helper(std::string_view comm);
+// The MPI rank a launcher gave a process, from its environment
+// (/proc/<pid>/environ: NUL-separated VAR=VALUE): OMPI_COMM_WORLD_RANK,
+// PMIX_RANK, PMI_RANK, SLURM_PROCID, in that order; nullopt if none is a
+// whole number.
+std::optional<int> rank_from_environ(std::string_view environ);
+
 } // namespace hpcd

@@ -89,6 +89,8 @@ std::string end_line(const Trace &t)
 				 {"reason", t.reason},
 				 {"dropped", t.dropped},
 				 {"missed", t.missed}};
+	if (!t.warnings.empty())
+		j["warnings"] = t.warnings;
 	return j.dump();
 }
 
@@ -190,7 +192,9 @@ std::optional<Trace> read(std::istream &in, std::string &err)
 	std::string line;
 	size_t n = 0;
 	bool header = false, ended = false;
-	std::map<int, uint64_t> last_end; // per task: the end of its last event
+	// Per task: the end of its last iteration, and the time of its last
+	// event of either kind (see trace.hpp for why they differ).
+	std::map<int, uint64_t> last_iter, last_end;
 	try {
 		while (std::getline(in, line)) {
 			n++;
@@ -259,12 +263,13 @@ std::optional<Trace> read(std::istream &in, std::string &err)
 				if (i.util > 10000 || i.heur_util > 10000)
 					throw Bad{
 						"util and heur_util are in 0.01 %: at most 10000"};
-				if (i.end_ns < last_end[i.pid])
+				if (i.end_ns < last_iter[i.pid])
 					throw Bad{
 						fmt::format("pid {}: an iteration ends before the "
-							    "task's previous event",
+							    "task's previous iteration",
 							    i.pid)};
-				last_end[i.pid] = i.end_ns;
+				last_iter[i.pid] = i.end_ns;
+				last_end[i.pid] = std::max(last_end[i.pid], i.end_ns);
 				t.iters.push_back(i);
 			} else if (type == "priority") {
 				PrioChange p;
@@ -288,6 +293,13 @@ std::optional<Trace> read(std::istream &in, std::string &err)
 				get(j, "reason", t.reason, false);
 				get(j, "dropped", t.dropped, false);
 				get(j, "missed", t.missed, false);
+				if (auto *v = field(j, "warnings", false)) {
+					if (!v->is_array() ||
+					    !std::all_of(v->begin(), v->end(),
+							 [](const json &x) { return x.is_string(); }))
+						throw Bad{"\"warnings\" must be an array of strings"};
+					t.warnings = v->get<std::vector<std::string>>();
+				}
 				ended = true;
 			} else {
 				throw Bad{"unknown type \"" + type +
@@ -707,6 +719,8 @@ std::string report_table(const Trace &t)
 		out += fmt::format("Incomplete: {} event(s) lost by the recorder, {} iteration(s) "
 				   "closed unseen\n",
 				   t.dropped, t.missed);
+	for (const auto &w : t.warnings)
+		out += "Warning: " + w + "\n";
 	return out;
 }
 

@@ -13,7 +13,17 @@
 //    "wait_ns":N,"util":U,"heur_util":U,"old_prio":P,"prio":P,"cpu":C,
 //    "weight":W}                        util in 0.01 %, prio = applied priority
 //   {"type":"priority","pid":N,"at_ns":N,"old_prio":P,"prio":P}
-//   {"type":"end","end_ns":N,"reason":"..","dropped":N,"missed":N}   last line
+//   {"type":"end","end_ns":N,"reason":"..","dropped":N,"missed":N,
+//    "warnings":[".."]}                                          last line
+// `warnings` (optional): what went wrong with the run as a whole, e.g. ranks
+// a launcher started that ran unmonitored (sampled from /proc), or none
+// adopted at all.
+// A task's iterations are in order of their end, its priority changes in
+// order of time and never before an iteration written earlier. A priority
+// change may be written before an iteration that ended earlier: hpcd holds
+// a rank's record until its sibling's arrives (at most 20 ms) and applies
+// it then, so the iteration is accounted, and written, after a change hpcd
+// made in the meantime.
 // Times are CLOCK_MONOTONIC ns; an iteration is its compute phase
 // [end - wait - run, end - wait) and its wait [end - wait, end). A launcher
 // (mpirun whose ranks hpcd manages: not paired) is left out of the table
@@ -68,6 +78,7 @@ struct Trace {
 	std::vector<std::string> command;
 	nlohmann::json settings = nlohmann::json::object();
 	uint64_t dropped = 0, missed = 0;
+	std::vector<std::string> warnings;
 	std::vector<TaskInfo> tasks; // in order of appearance
 	std::vector<Iter> iters;     // in order of their end
 	std::vector<PrioChange> prios;

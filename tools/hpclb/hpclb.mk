@@ -15,7 +15,7 @@ CHECK_SUITES += hpclb hpclb-cluster
 
 .PHONY: hpclb check-hpclb check-hpclb-cluster bench-hpclb
 
-hpclb: deps $(BUILD)/CMakeCache.txt
+hpclb: deps-userspace $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target hpclb hpclb-tests hpclb-decide hpclb-stencil2d hpclb-example hpclb-montecarlo
 
 check-hpclb: hpclb

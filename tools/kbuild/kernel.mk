@@ -25,13 +25,13 @@ CHECK_SUITES += patches-sync guest-logcheck guest-harness guest-x86-smp2 guest-x
 	check-guest-harness \
 	check-guest-x86-smp2 check-guest-x86-smp4
 
-kernel:
+kernel: deps-kernel
 	@$(KBUILD_DIR)/kbuild build
 
-kernel-dev:
+kernel-dev: deps-kernel
 	@$(KBUILD_DIR)/kbuild dev-build
 
-patches-check:
+patches-check: deps-kernel
 	@$(KBUILD_DIR)/kbuild prepare && $(KBUILD_DIR)/kbuild sync
 
 patches:
@@ -41,7 +41,7 @@ kernel-import:
 	@$(KBUILD_DIR)/mkpatches --import
 
 # Always re-run: cheap (only stale C cases are recompiled).
-guest-initrd:
+guest-initrd: deps-kernel
 	@$(GUEST_DIR)/mkinitramfs
 
 guest-run: kernel guest-initrd
@@ -58,7 +58,7 @@ guest-selftest: kernel
 # 'kernel' is a phony prerequisite, made once per make invocation).
 # Console logs: $(RESULTS)/guest-smp2.log, guest-smp4.log, guest-selftest.log
 # (the suite logs guest-x86-smp2.log etc. hold run-qemu's TAP output).
-check-patches-sync:
+check-patches-sync: deps-kernel
 	@tests/run-suite patches-sync -- $(KBUILD_DIR)/kbuild sync-suite
 
 check-guest-logcheck:

@@ -15,10 +15,10 @@ CHECK_SUITES += guest-ppc64le
 
 .PHONY: kernel-ppc guest-initrd-ppc guest-run-ppc guest-shell-ppc check-guest-ppc64le
 
-kernel-ppc:
+kernel-ppc: deps-kernel deps-ppc
 	@KARCH=ppc64le $(KBUILD_DIR)/kbuild build
 
-guest-initrd-ppc:
+guest-initrd-ppc: deps-kernel deps-ppc
 	@$(PPC_ENV) BUSYBOX=$$($(KBUILD_DIR)/ppc-busybox) $(GUEST_DIR)/mkinitramfs
 
 guest-run-ppc: kernel-ppc guest-initrd-ppc

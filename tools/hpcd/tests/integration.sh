@@ -11,18 +11,9 @@ hpcd=$bin/hpcd hpcctl=$bin/hpcctl spin=$bin/hpcd-spin
 work=$(mktemp -d /tmp/hpcd-it.XXXXXX)
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
 export HPC_SYSFS=$work/no-kernel # this suite tests hpcd, whatever the kernel has
-n=0 failed=0
-pids=()
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else nok "$name" "failed: $*"; fi; }
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=../../../tests/tap.sh
+. "$(dirname "$0")/../../../tests/tap.sh"
+trap tap_cleanup EXIT
 
 # --- preflight: root and a cpu controller we can write -----------------------
 why=
@@ -60,14 +51,6 @@ quota_of() { # PID -> "quota period" of its cgroup
 cg_of() { if [ "$ver" = v1 ]; then awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/$1/cgroup; else awk -F: '$1 == "0" { print $3 }' /proc/$1/cgroup; fi; }
 runtime() { awk '{ print $1 }' /proc/$1/schedstat; }
 affinity() { awk '/^Cpus_allowed_list/ { print $2 }' /proc/$1/status; }
-wait_for() { # SECONDS 'SHELL CODE': evaluate it until it succeeds or time runs out
-	local end=$(( $(date +%s%N) + $1 * 1000000000 ))
-	while :; do
-		eval "$2" && return 0
-		[ "$(date +%s%N)" -lt $end ] || return 1
-		sleep 0.05
-	done
-}
 ctl_up() { "$hpcctl" --backend hpcd status --json >/dev/null 2>&1; }
 start_spin() { "$spin" "$@" >/dev/null & pids+=($!); }
 # As libhpcmon would: hello records for ranks 0 (pid A) and 1 (pid B) of one
@@ -467,5 +450,4 @@ check "hpcd --set low_util=101: exit 2" test $rc -eq 2
 check "hpcd --cpus with CPUs it may not use: exit 2" test $rc -eq 2
 check "no hpcd cgroups left behind" bash -c "! ls -d '$root'/hpcsched/hpcd-* >/dev/null 2>&1"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end

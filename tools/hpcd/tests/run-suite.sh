@@ -11,6 +11,8 @@ else
 	echo "not ok 1 - hpcd-tests: $bin/hpcd-tests not built"; status=1
 fi
 "$here/integration.sh" "$bin" || status=1
+# hpcctl with an MPI launcher; no hpcd outlives what started it
+"$here/launcher.sh" "$1" || status=1
 # hpcctl --backend scx: its refusals and error paths (no sched_ext needed)
 "$here/hpcctl-scx.sh" "$bin" "$1/scx/guest-root/usr/local/bin/scx_hpc" || status=1
 exit $status

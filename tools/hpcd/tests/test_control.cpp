@@ -155,10 +155,11 @@ TEST(Control, ListAddRemoveStatus)
 	Engine e;
 	e.cpus = {0, 1};
 	ControlHooks h;
-	h.add = [&](int pid, const std::string &name) {
+	h.add = [&](int pid, const std::string &name, bool launcher) {
 		if (pid == 666)
 			return std::string("no process 666");
-		e.add(pid, name, "d", -1, 0);
+		e.add(pid, name, "d", -1, 0).launcher = launcher;
+		e.place();
 		return std::string();
 	};
 	h.remove = [&](int pid) { e.remove(pid); };
@@ -182,4 +183,18 @@ TEST(Control, ListAddRemoveStatus)
 	EXPECT_EQ(call(e, h, R"({"cmd":"list"})")["tasks"].size(), 1u);
 	auto g = call(e, h, R"({"cmd":"get","key":"smt_pairs"})");
 	EXPECT_EQ(g["values"]["smt_pairs"], "0 -\n");
+	// A launcher: not paired, not placed.
+	EXPECT_EQ(call(e, h, R"({"cmd":"add","pid":50,"launcher":"yes"})")["kind"], "bad_request");
+	EXPECT_TRUE(call(e, h, R"({"cmd":"add","pid":50,"name":"mpirun","launcher":true})")["ok"]);
+	auto l = call(e, h, R"({"cmd":"list"})")["tasks"];
+	ASSERT_EQ(l.size(), 2u);
+	EXPECT_EQ(l[1]["pid"], 50);
+	EXPECT_EQ(l[1]["role"], "launcher");
+	EXPECT_EQ(l[1]["ctx"], -1);
+	EXPECT_EQ(l[1]["cpu"], -1);
+	EXPECT_EQ(l[0]["sibling"], 0);
+	auto ev = task_event(e, *e.find(50));
+	EXPECT_EQ(ev["event"], "task");
+	EXPECT_EQ(ev["role"], "launcher");
+	EXPECT_EQ(ev["launched_by"], 0);
 }

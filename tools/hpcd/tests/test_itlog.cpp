@@ -1,6 +1,9 @@
 // hpcd's iteration log (what `hpcctl trace` reads) and its control requests.
 #include "control.hpp"
 #include "itlog.hpp"
+#include "trace.hpp"
+
+#include <sstream>
 
 #include "test_util.hpp"
 
@@ -8,6 +11,7 @@
 
 using namespace hpcd;
 using nlohmann::json;
+namespace tr = hpcd::trace;
 
 namespace
 {
@@ -205,4 +209,83 @@ TEST(IterationLog, ControlRequests)
 		  "{\"event\":\"iteration\",\"seq\":1}\n{\"event\":\"iteration\",\"seq\":2}");
 	handle_line(p.e, h, R"({"cmd":"watch"})");
 	EXPECT_TRUE(from_now);
+}
+
+// What hpcctl trace writes of hpcd's events (hpcd_event in hpcctl.cpp), in
+// the order hpcd sends them, read back as `hpcctl report` does.
+
+TEST(IterationLog, PriorityBeforeAnEarlierIterationIsARecordReportReads)
+{
+	// The light rank reports every 100 ms; the heavy one computes through
+	// three of them. The light one's third record, held 20 ms for the
+	// heavy one's, closes its iteration alone at 325 ms and the core judges
+	// the heavy rank, silent for two iterations (Adaptive raises it): a
+	// priority change stamped 325 ms. The heavy rank's record then arrives:
+	// its iteration ended at 310 ms, before that stamp; it is held for the
+	// sibling's next record and applied 20 ms later.
+	Engine e;
+	IterationLog log;
+	e.cpus = {0, 1};
+	std::string err;
+	ASSERT_EQ(apply_settings(e.s, {"heuristic=adaptive"}, err), SetErr::None) << err;
+	e.add(10, "heavy", "j1", 1, 0);
+	e.add(20, "light", "j1", 2, 0);
+	log.scan(e, 0);
+	std::vector<IterEvent> evs;
+	auto take = [&](uint64_t now) {
+		for (auto &ev : log.scan(e, now))
+			evs.push_back(ev);
+	};
+	// hpcd's loop: records as they arrive, held ones applied after 20 ms.
+	for (uint64_t i = 0; i < 3; i++) {
+		const uint64_t end = (i + 1) * 100 * ms;
+		e.record(rec(20, 2, i, 25 * ms, 75 * ms, end), end + 2 * ms);
+		take(end + 2 * ms);
+		e.flush(end + 25 * ms, 20 * ms);
+		take(end + 25 * ms);
+	}
+	e.record(rec(10, 1, 0, 309800000, 200000, 310 * ms), 330 * ms);
+	take(330 * ms);
+	e.flush(351 * ms, 20 * ms);
+	take(351 * ms);
+
+	std::ostringstream out;
+	tr::Trace t;
+	t.source = "hpcd";
+	out << tr::header_line(t) << "\n";
+	for (int pid : {10, 20}) {
+		tr::TaskInfo ti;
+		ti.pid = pid;
+		ti.prio = 4;
+		out << tr::task_line(ti) << "\n";
+	}
+	bool disorder = false;
+	std::map<int, uint64_t> last;
+	for (const auto &ev : evs) {
+		const json j = event_json(ev);
+		if (ev.kind == IterEvent::Iteration) {
+			tr::Iter i;
+			i.pid = ev.pid;
+			i.iteration = ev.iteration;
+			i.end_ns = ev.at_ns;
+			i.run_ns = ev.run_ns;
+			i.wait_ns = ev.wait_ns;
+			i.old_prio = ev.old_prio;
+			i.prio = ev.prio;
+			disorder |= ev.at_ns < last[ev.pid];
+			out << tr::iter_line(i) << "\n";
+		} else {
+			out << tr::prio_line(tr::PrioChange{ev.pid, ev.at_ns, ev.old_prio, ev.prio})
+			    << "\n";
+		}
+		last[ev.pid] = std::max(last[ev.pid], ev.at_ns);
+	}
+	ASSERT_TRUE(disorder) << "the scenario did not happen: " << out.str();
+	std::istringstream in(out.str());
+	auto read = tr::read(in, err);
+	ASSERT_TRUE(read) << err << "\n" << out.str();
+	// Every event is there, and the table shows the heavy rank's rise once.
+	EXPECT_EQ(read->iters.size() + read->prios.size(), evs.size());
+	const std::string table = tr::report_table(*read);
+	EXPECT_NE(table.find("4>5"), std::string::npos) << table;
 }

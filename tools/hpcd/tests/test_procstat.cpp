@@ -176,3 +176,28 @@ TEST(CpuList, SmtOrderPairsRealSiblings)
 	// No topology at all: kept as given.
 	EXPECT_EQ(smt_order({3, 1}, Topology{}), (std::vector<int>{3, 1}));
 }
+
+TEST(Launcher, NamesAndHelpers)
+{
+	for (auto n : {"mpirun", "/usr/bin/mpiexec", "srun", "mpiexec.hydra", "orterun",
+		       "mpirun.openmpi", "mpiexec.mpich", "prterun"})
+		EXPECT_TRUE(hpcd::is_launcher_name(n)) << n;
+	for (auto n : {"./app", "bt-mz.W.x", "mpirunner", "/usr/bin/", "", "srun/x"})
+		EXPECT_FALSE(hpcd::is_launcher_name(n)) << n;
+	for (auto n : {"orted", "hydra_pmi_proxy", "prted", "mpirun", "mpiexec.hydra"})
+		EXPECT_TRUE(hpcd::is_launcher_helper(n)) << n;
+	for (auto n : {"bt-mz.W.x", "metbench", "sh", "orted2"})
+		EXPECT_FALSE(hpcd::is_launcher_helper(n)) << n;
+}
+
+TEST(Launcher, RankFromEnviron)
+{
+	using namespace std::string_literals;
+	EXPECT_EQ(hpcd::rank_from_environ("PATH=/bin\0OMPI_COMM_WORLD_RANK=3\0X=1"s), 3);
+	EXPECT_EQ(hpcd::rank_from_environ("PMI_RANK=2\0PMIX_RANK=5\0"s), 5); // PMIX first
+	EXPECT_EQ(hpcd::rank_from_environ("SLURM_PROCID=0"s), 0);
+	EXPECT_EQ(hpcd::rank_from_environ("PMI_RANK=x\0SLURM_PROCID=7"s), 7);
+	EXPECT_FALSE(hpcd::rank_from_environ("PATH=/bin\0HOME=/root"s));
+	EXPECT_FALSE(hpcd::rank_from_environ("OMPI_COMM_WORLD_RANK=-1\0PMI_RANK=1x"s));
+	EXPECT_FALSE(hpcd::rank_from_environ(""));
+}

@@ -103,6 +103,7 @@ TEST(TraceRecord, WriteThenReadGivesTheSameTrace)
 	t.reason = "done";
 	t.dropped = 2;
 	t.missed = 1;
+	t.warnings = {"2 of 2 rank(s) ran unmonitored", "b"};
 	std::string text = tr::header_line(t) + "\n" + tr::task_line(ti) + "\n" + tr::iter_line(i) +
 			   "\n" + tr::prio_line(p) + "\n" + tr::end_line(t) + "\n";
 	std::string err;
@@ -128,6 +129,9 @@ TEST(TraceRecord, WriteThenReadGivesTheSameTrace)
 	EXPECT_EQ(back->reason, "done");
 	EXPECT_EQ(back->dropped, 2u);
 	EXPECT_EQ(back->missed, 1u);
+	EXPECT_EQ(back->warnings, t.warnings);
+	EXPECT_NE(tr::report_table(*back).find("Warning: 2 of 2 rank(s) ran unmonitored\n"),
+		  std::string::npos);
 }
 
 TEST(TraceRecord, RefusesWhatIsNotARecordSayingWhere)
@@ -191,6 +195,23 @@ TEST(TraceRecord, RefusesWhatIsNotARecordSayingWhere)
 			 R"({"type":"priority","pid":7,"at_ns":5,"old_prio":4})"
 			 "\n",
 		 "line 3: no \"prio\""},
+		{h + task + it + "\n" +
+			 R"({"type":"priority","pid":7,"at_ns":99,"old_prio":4,"prio":5})"
+			 "\n",
+		 "line 4: pid 7: a priority change before the task's previous event"},
+		{h + task +
+			 R"({"type":"priority","pid":7,"at_ns":200,"old_prio":4,"prio":5})"
+			 "\n" +
+			 R"({"type":"iteration","pid":7,"end_ns":150,"run_ns":50,"wait_ns":50,)"
+			 R"("old_prio":5,"prio":5})"
+			 "\n" +
+			 R"({"type":"iteration","pid":7,"end_ns":140,"run_ns":50,"wait_ns":50,)"
+			 R"("old_prio":5,"prio":5})"
+			 "\n",
+		 "line 5: pid 7: an iteration ends before the task's previous iteration"},
+		{h + R"({"type":"end","end_ns":5,"warnings":"x"})"
+		     "\n",
+		 "line 2: \"warnings\" must be an array of strings"},
 		{h + task +
 			 R"({"type":"wobble"})"
 			 "\n",
