@@ -58,7 +58,7 @@ std::string format_cpulist(const std::vector<int> &cpus)
 {
 	std::string s;
 	for (int c : cpus)
-		s += (s.empty() ? "" : ",") + std::to_string(c);
+		s.append(s.empty() ? "" : ",").append(std::to_string(c));
 	return s;
 }
 

@@ -657,8 +657,7 @@ std::vector<TaskSummary> summarize(const Trace &t)
 			return key(a) < key(b);
 		});
 	for (size_t k = 0; k < out.size(); k++)
-		out[k].label =
-			"P" + std::to_string(by_rank ? out[k].task->rank : static_cast<int>(k) + 1);
+		out[k].label = fmt::format("P{}", by_rank ? out[k].task->rank : static_cast<int>(k) + 1);
 	return out;
 }
 
@@ -667,8 +666,7 @@ std::string prio_path(const std::vector<uint32_t> &prios)
 	auto join = [](auto b, auto e) {
 		std::string s;
 		for (auto it = b; it != e; ++it)
-			s += (s.empty() ? "" : ">") +
-			     (*it ? std::to_string(*it) : std::string("?"));
+			s.append(s.empty() ? "" : ">").append(*it ? std::to_string(*it) : "?");
 		return s;
 	};
 	if (prios.size() <= 7)
