@@ -176,6 +176,9 @@ private:
 
 // A managed task the monitor says hello for is a rank now: its boundaries
 // come from the monitor (it was sampled from /proc if found under a launcher).
+// What was sampled until now is the MPI start-up, not the application's
+// iterations: its history starts again, so that Uniform's global utilisation
+// and the trace's per-task table hold the monitored iterations only.
 std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via via)
 {
 	if (via != Via::Monitor || t.monitored || t.launcher)
@@ -185,6 +188,7 @@ std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via
 		t.job = job;
 	t.monitored = true;
 	t.last_record_ns = mono_ns();
+	hpc_task_init(&t.t, t.last_record_ns, &e.s.params);
 	log(fmt::format("{} ({}) rank {}: the monitor said hello", t.pid, t.name, rank));
 	announce(t);
 	return "";
@@ -336,6 +340,10 @@ void Daemon::drop(int pid, const char *why)
 	Task *t = e.find(pid);
 	if (!t)
 		return;
+	// A rank's last record may still be held for its sibling's: it closes
+	// the rank's last iteration, which the watchers see before it goes.
+	e.settle(pid);
+	note();
 	std::string rel = t->cg, origin = t->origin;
 	cg_.release(rel, origin);
 	g_.untrack(rel);

@@ -3,6 +3,7 @@
 #include "test_util.hpp"
 #include "trace.hpp"
 
+#include <fmt/format.h>
 #include <regex>
 #include <sstream>
 
@@ -334,6 +335,40 @@ TEST(TraceReport, PerTaskTableLikeThePaper)
 	EXPECT_EQ(tr::prio_path({4, 5, 6, 5, 4, 5, 6}), "4>5>6>5>4>5>6");
 	EXPECT_EQ(tr::prio_path({4, 5, 6, 5, 4, 5, 6, 5}), "4>5>6>..>5>6>5");
 	EXPECT_EQ(tr::prio_path({0, 4}), "?>4");
+}
+
+TEST(TraceReport, ARankSampledUntilItsHelloCountsItsMonitoredIterationsOnly)
+{
+	// A launcher's rank, sampled from /proc during MPI_Init (two start-up
+	// "iterations"), then monitored: the table holds what the monitor said.
+	const std::string head =
+		R"({"format":"hpcsched-trace","version":1,"source":"hpcd","clock":"CLOCK_MONOTONIC",)"
+		R"("start_ns":1000000000,"host":"h","command":["mpirun"]})"
+		"\n";
+	auto task = [](const char *source) {
+		return std::string(R"({"type":"task","pid":7,"name":"app","rank":0,"source":")") +
+		       source + "\"}\n";
+	};
+	auto iter = [](int n, long end_ms, long run_ms, long wait_ms) {
+		return fmt::format(R"({{"type":"iteration","pid":7,"iteration":{},"end_ns":{},)"
+				   R"("run_ns":{},"wait_ns":{},"old_prio":4,"prio":4}})"
+				   "\n",
+				   n, end_ms * 1000000, run_ms * 1000000, wait_ms * 1000000);
+	};
+	std::string text = head + task("proc") + iter(1, 1100, 5, 95) + iter(2, 1200, 5, 95) +
+			   task("monitor") + iter(1, 1250, 40, 10) + iter(2, 1300, 40, 10);
+	std::string err;
+	auto t = parse(text, err);
+	ASSERT_TRUE(t) << err;
+	auto rows = tr::summarize(*t);
+	ASSERT_EQ(rows.size(), 1u);
+	EXPECT_EQ(rows[0].iterations, 2u);
+	EXPECT_DOUBLE_EQ(rows[0].comp_pct, 80.0);
+	EXPECT_EQ(rows[0].first_ns, 1200000000u);
+	// Monitored from the start: nothing is dropped.
+	t = parse(head + task("monitor") + iter(1, 1100, 5, 95) + iter(2, 1200, 5, 95), err);
+	ASSERT_TRUE(t) << err;
+	EXPECT_EQ(tr::summarize(*t)[0].iterations, 2u);
 }
 
 TEST(TraceReport, LabelsInPairingOrderWithoutRanks)
