@@ -237,6 +237,12 @@ void Engine::flush(uint64_t now, uint64_t max_hold_ns)
 			apply_records(&t, nullptr);
 }
 
+void Engine::settle(int pid)
+{
+	if (Task *t = find(pid); t && t->pending)
+		apply_records(t, nullptr);
+}
+
 void Engine::closed(Task &t, uint64_t)
 {
 	t.closes++;

@@ -129,6 +129,9 @@ public:
 	bool record(const hpcmon_record &r, uint64_t now = 0);
 	// Apply records held for longer than `max_hold_ns`.
 	void flush(uint64_t now, uint64_t max_hold_ns);
+	// Apply the record held for `pid` now: it is leaving, and its last
+	// iteration still counts.
+	void settle(int pid);
 	void live(int pid, bool runnable)
 	{
 		if (auto *t = find(pid))

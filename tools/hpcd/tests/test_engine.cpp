@@ -218,6 +218,23 @@ TEST(Engine, RecordOrderDoesNotMatter)
 	}
 }
 
+TEST(Engine, SettleClosesTheHeldRecordOfALeavingRank)
+{
+	// The last record of a rank is held for its sibling's, which never
+	// comes: the rank exits. settle() closes that last iteration.
+	Engine e;
+	e.add(100, "heavy", "j", 0, 0);
+	e.add(101, "light", "j", 1, 0);
+	EXPECT_FALSE(e.record(rec(100, 0, 0, 900 * ms, 100 * ms, 1000 * ms)));
+	EXPECT_EQ(e.find(100)->t.nr_iter, 0u);
+	e.settle(101); // nothing held for it: nothing happens
+	EXPECT_EQ(e.find(100)->t.nr_iter, 0u);
+	e.settle(100);
+	EXPECT_EQ(e.find(100)->t.nr_iter, 1u);
+	EXPECT_FALSE(e.find(100)->pending.has_value());
+	e.settle(999); // an unknown pid is ignored
+}
+
 TEST(Engine, BadRecordsIgnored)
 {
 	Engine e;
