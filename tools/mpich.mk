@@ -51,3 +51,10 @@ bench-mpich: mpich metbench hpcmon
 # the Open MPI build too) and hpcd managing MetBench under MPICH.
 check-mpich: mpich metbench hpcmon hpcd
 	@tests/run-suite mpich -- tools/hpcmon/tests/run-mpich $(BUILD)
+
+# Fortran programs of each binding under both MPIs, launched with the README's
+# hpcctl trace -- mpirun/mpiexec line and read back with hpcctl report.
+CHECK_SUITES += fortran-trace
+.PHONY: check-fortran-trace
+check-fortran-trace: mpich hpcmon hpcd
+	@tests/run-suite fortran-trace -- tools/hpcd/tests/fortran-trace.sh $(BUILD)
