@@ -273,8 +273,8 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
  * - it is deep (below half of low_util: no noise halves a balanced
  *   task's share), or confirmed by the iteration before it (a wait that
  *   lasts), so that one noisy iteration of a balanced pair raises nobody;
- * - the sibling ran it at min_prio, not raised: a raised task that waits
- *   waits because of its own lead (rule 2 of hpc_decide() takes it back);
+ * - the sibling ran it at min_prio, not raised: the wait of a raised task
+ *   comes from its own lead (rule 2 of hpc_decide() takes it back);
  * - it computed something (at least min_wait_us): back-to-back waits,
  *   e.g. MPI's start-up, are communication, not a share of a compute phase.
  */
