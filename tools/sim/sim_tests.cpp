@@ -153,13 +153,24 @@ TEST(Heuristics, BalancedPairsNeverChangePriority)
 	}
 }
 
+// Four equal loads of 100 ms with +-noise % per iteration, 200 iterations.
+Comparison balanced_noisy(double noise, uint64_t seed)
+{
+	json spec = {{"iterations", 200},
+		     {"loads_ms", {100, 100, 100, 100}},
+		     {"noise_pct", noise},
+		     {"seed", seed}};
+	return compare(workload_from_json(spec), defaults());
+}
+
 // Tasks 2k, 2k+1 share core k: never both above min_prio (a raised pair is
 // an equal pair with less room).
 void expect_one_raised_per_core(const RunResult &r, uint32_t min_prio, const std::string &what)
 {
 	for (size_t k = 0; k + 1 < r.tasks.size(); k += 2)
 		for (size_t i = 0; i < r.tasks[k].prio.size(); i++)
-			EXPECT_FALSE(r.tasks[k].prio[i] > min_prio && r.tasks[k + 1].prio[i] > min_prio)
+			EXPECT_FALSE(r.tasks[k].prio[i] > min_prio &&
+				     r.tasks[k + 1].prio[i] > min_prio)
 				<< what << ": core " << k / 2 << " iteration " << i << " at ("
 				<< r.tasks[k].prio[i] << "," << r.tasks[k + 1].prio[i] << ")";
 }
@@ -174,10 +185,7 @@ TEST(Heuristics, BalancedNoisyWorkloadKeepsEqualPriorities)
 {
 	for (double noise : {10.0, 25.0})
 		for (uint64_t seed = 1; seed <= 5; seed++) {
-			json spec = {{"iterations", 200}, {"loads_ms", {100, 100, 100, 100}},
-				     {"noise_pct", noise}, {"seed", seed}};
-			const Workload w = workload_from_json(spec);
-			const Comparison c = compare(w, defaults());
+			const Comparison c = balanced_noisy(noise, seed);
 			const std::string what = "noise " + std::to_string(noise) + " % seed " +
 						 std::to_string(seed);
 			// The noise is real: some iteration leaves a task low.
@@ -190,7 +198,8 @@ TEST(Heuristics, BalancedNoisyWorkloadKeepsEqualPriorities)
 			}
 			for (const RunResult *r : {&c.uniform, &c.adaptive}) {
 				EXPECT_EQ(r->prio_changes, 0) << r->label << " " << what;
-				EXPECT_LE(r->time_s, c.baseline.time_s * 1.01) << r->label << " " << what;
+				EXPECT_LE(r->time_s, c.baseline.time_s * 1.01)
+					<< r->label << " " << what;
 			}
 		}
 }
@@ -203,14 +212,12 @@ TEST(Heuristics, HeavyNoiseNeverRaisesBothContexts)
 {
 	for (double noise : {30.0, 40.0})
 		for (uint64_t seed = 1; seed <= 5; seed++) {
-			json spec = {{"iterations", 200}, {"loads_ms", {100, 100, 100, 100}},
-				     {"noise_pct", noise}, {"seed", seed}};
-			const Workload w = workload_from_json(spec);
-			const Comparison c = compare(w, defaults());
+			const Comparison c = balanced_noisy(noise, seed);
 			const std::string what = "noise " + std::to_string(noise) + " % seed " +
 						 std::to_string(seed);
 			for (const RunResult *r : {&c.uniform, &c.adaptive}) {
-				expect_one_raised_per_core(*r, defaults().min_prio, r->label + " " + what);
+				expect_one_raised_per_core(*r, defaults().min_prio,
+							   r->label + " " + what);
 				if (noise < 35) {
 					EXPECT_LE(r->time_s, c.baseline.time_s * 1.03)
 						<< r->label << " " << what;

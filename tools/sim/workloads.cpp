@@ -112,7 +112,8 @@ Workload workload_from_json(const json &spec)
 		w.noise_pct = spec.value("noise_pct", 0.0);
 		if (spec.contains("seed") && !spec.at("seed").is_number_unsigned() &&
 		    !(spec.at("seed").is_number_integer() && spec.at("seed").get<int64_t>() >= 0))
-			throw std::invalid_argument("workload spec: seed must be a whole number >= 0");
+			throw std::invalid_argument(
+				"workload spec: seed must be a whole number >= 0");
 		w.seed = spec.value("seed", uint64_t{1});
 		if (spec.contains("phases") == spec.contains("loads_ms"))
 			throw std::invalid_argument(
