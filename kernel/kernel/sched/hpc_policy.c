@@ -264,10 +264,10 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 /*
  * What the detector says of a sibling (snapshot @peer) whose judged
  * iteration computed @run at utilisation @util, after an iteration at
- * @before (HPC_UTIL_SCALE if none, or if it computed nothing): its class, LOW only when
- * it waits for us for sure, with HPC_PEER_RAISED when it runs above
- * min_prio or did before its last decision (a pair that steps down from
- * (5, 5) one task after the other comes down to (4, 4), not (4, 5)).
+ * @before (HPC_UTIL_SCALE if none, or if it computed nothing): its class,
+ * LOW only when it waits for us for sure, with HPC_PEER_RAISED when it runs
+ * above min_prio or did before its last decision (a pair that steps down
+ * from (5, 5) one task after the other comes down to (4, 4), not (4, 5)).
  * A low iteration is only a wait for us if
  *
  * - it is deep (below half of low_util: no noise halves a balanced
