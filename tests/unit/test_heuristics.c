@@ -254,6 +254,46 @@ static void decide_high(void **state)
 	(void)state;
 }
 
+/*
+ * The pair rules. Both contexts raised: one step down. Raised and waiting
+ * for a busy sibling: one step down, back to min_prio when the wait was
+ * deep. A raised sibling's wait never raises us, and neither does a wait of
+ * ours or of the sibling that is not busy.
+ */
+static void decide_pair_rules(void **state)
+{
+	struct hpc_params p = defaults();	/* 4..6 */
+	const int low_deep = HPC_CLASS_LOW | HPC_CLASS_DEEP;
+	int i;
+
+	for (i = 0; i < NR_CLASSES; i++) {
+		if (all_classes[i] < 0)
+			continue;
+		assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
+					    all_classes[i] | HPC_PEER_RAISED, &p), 4);
+		assert_int_equal(hpc_decide(6, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM,
+					    all_classes[i] | HPC_PEER_RAISED, &p), 5);
+		/* At min_prio the sibling's lead is its own business. */
+		assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
+					    all_classes[i] | HPC_PEER_RAISED, &p), 4);
+	}
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_LOW,
+				    HPC_CLASS_HIGH, &p), 5);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_HIGH, &p), 4);
+	assert_int_equal(hpc_decide(5, HPC_CLASS_MEDIUM, low_deep,
+				    HPC_CLASS_HIGH, &p), 4);
+	/* The sibling is not busy: it waits too (for another core). */
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_MEDIUM, &p), 6);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_LOW, &p), 6);
+	/* Busy by history but not now: no step up. */
+	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_MEDIUM,
+				    HPC_CLASS_LOW, &p), 4);
+	(void)state;
+}
+
 /* A priority outside [min, max] (the knobs changed) is clamped first. */
 static void decide_clamps_first(void **state)
 {
@@ -530,6 +570,7 @@ int main(void)
 		cmocka_unit_test(adaptive_default_weights),
 		cmocka_unit_test(adaptive_other_weights),
 		cmocka_unit_test(adaptive_reacts_uniform_holds),
+		cmocka_unit_test(decide_pair_rules),
 		cmocka_unit_test(classify_bounds),
 		cmocka_unit_test(decide_low_steps_down),
 		cmocka_unit_test(decide_high),

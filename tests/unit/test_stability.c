@@ -284,8 +284,8 @@ static void metbench_adaptive(void **state)
 
 /*
  * MetBenchVar with Adaptive (G = 10, L = 90): the loads swap after the pair
- * settled at (4, 6). The raised task now waits for its busy sibling: it drops
- * its lead at once, (4, 4) (rule 2); its wait, run at priority 6, does not
+ * settled at (4, 6). The raised task now waits for its busy sibling most of
+ * the iteration (a deep wait): it drops its lead at once, (4, 4) (rule 2); its wait, run at priority 6, does not
  * raise the sibling. From the next iteration on the sibling climbs one step
  * per iteration to (6, 4), and stays. No pair is ever at (5, 5).
  */

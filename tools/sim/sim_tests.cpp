@@ -116,9 +116,9 @@ TEST(Heuristics, MetBenchVarRebalancesAfterEveryReversal)
 		EXPECT_GE(c.settle_uniform[ph], 0) << "Uniform never re-balanced phase " << ph;
 		EXPECT_GE(c.settle_adaptive[ph], 0) << "Adaptive never re-balanced phase " << ph;
 		// Two iterations per reversal for either heuristic: the raised
-		// task that now waits for its busy sibling drops its lead at
-		// once, whatever its history (Uniform's global utilisation
-		// alone would keep it high for 6 and 13 iterations).
+		// task that now waits most of the iteration for its busy sibling
+		// drops its lead at once, whatever its history (Uniform's global
+		// utilisation alone would keep it high for 6 and 13 iterations).
 		EXPECT_LE(c.settle_adaptive[ph], 2) << "phase " << ph;
 		EXPECT_LE(c.settle_uniform[ph], 2) << "phase " << ph;
 	}

@@ -227,12 +227,14 @@ static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
  * LOW only when it waits for us for sure, and HPC_PEER_RAISED when it runs
  * above min_prio. In order:
  *
- * 1. Both contexts raised: step down. Priority acts only through the
- *    difference of the pair, so a pair at (5, 5) or (6, 6) is (4, 4) with
- *    less room; it is brought back down, never kept.
+ * 1. The sibling raised: step down if raised too, else hold. Priority acts
+ *    only through the difference of the pair, so a pair at (5, 5) or (6, 6)
+ *    is (4, 4) with less room; it is brought back down, never kept, and
+ *    nobody is raised beside a raised sibling.
  * 2. Raised, yet its last iteration waited for a busy sibling: the lead is
- *    wrong (the loads changed, or it was raised on noise): back to
- *    min_prio. A lead is rebuilt one step at a time.
+ *    too large (a noisy iteration, or it was raised on noise): one step
+ *    down; if that wait was deep (HPC_CLASS_DEEP: the loads changed), the
+ *    lead is wrong: back to min_prio. A lead is rebuilt one step at a time.
  * 3. Low by the heuristic (the task waits a lot): one step down.
  * 4. High by the heuristic and now, and the sibling waits for us: one step
  *    up. The detector reports that only when the wait is unambiguous (see
@@ -245,17 +247,18 @@ static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
 u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 	       const struct hpc_params *p)
 {
-	int peer_class = hpc_peer_class_of(peer);
+	int peer_class = hpc_class_of(peer);
+	int now_class = hpc_class_of(own_now);
 
 	prio = hpc_clamp(prio, p);
-	if (prio > p->min_prio && peer >= 0 && (peer & HPC_PEER_RAISED))
-		return prio - 1;
-	if (own_now == HPC_CLASS_LOW && peer_class == HPC_CLASS_HIGH &&
+	if (peer >= 0 && (peer & HPC_PEER_RAISED))
+		return prio > p->min_prio ? prio - 1 : prio;
+	if (now_class == HPC_CLASS_LOW && peer_class == HPC_CLASS_HIGH &&
 	    prio > p->min_prio)
-		return p->min_prio;
+		return own_now & HPC_CLASS_DEEP ? p->min_prio : prio - 1;
 	if (own_class == HPC_CLASS_LOW && prio > p->min_prio)
 		return prio - 1;
-	if (own_class == HPC_CLASS_HIGH && own_now == HPC_CLASS_HIGH &&
+	if (own_class == HPC_CLASS_HIGH && now_class == HPC_CLASS_HIGH &&
 	    peer_class == HPC_CLASS_LOW && prio < p->max_prio)
 		return prio + 1;
 	return prio;
@@ -298,7 +301,8 @@ static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
  * @util after one at @before: HIGH only when both are high (busy in two
  * iterations running, like the sibling's confirmed wait of
  * hpc_peer_judged()), so that a task that was busy once does not take a step
- * up; LOW on the one iteration, so that a wrong lead is dropped at once.
+ * up; LOW on the one iteration, so that a lead it waits for is reduced at
+ * once, with HPC_CLASS_DEEP below half of low_util.
  */
 static int hpc_own_now(u32 util, u32 before, const struct hpc_params *p)
 {
@@ -306,6 +310,9 @@ static int hpc_own_now(u32 util, u32 before, const struct hpc_params *p)
 
 	if (class == HPC_CLASS_HIGH && hpc_classify(before, p) != HPC_CLASS_HIGH)
 		return HPC_CLASS_MEDIUM;
+	if (class == HPC_CLASS_LOW &&
+	    util < p->low_util * (HPC_UTIL_SCALE / 100) / 2)
+		return class | HPC_CLASS_DEEP;
 	return class;
 }
 

@@ -130,15 +130,18 @@ enum hpc_class {
 };
 
 /*
- * Set in what hpc_peer_class() returns when the sibling runs above
- * min_prio, or did before its last decision: a pair keeps at most one
- * raised context. The class is the rest (hpc_peer_class_of()).
+ * Flags on a class passed to hpc_decide(). HPC_PEER_RAISED: set in what
+ * hpc_peer_class() returns when the sibling runs above min_prio, or did
+ * before its last decision (a pair keeps at most one raised context).
+ * HPC_CLASS_DEEP: on the task's own low iteration, below half of low_util.
+ * The class is the rest (hpc_class_of()).
  */
 #define HPC_PEER_RAISED		0x100
+#define HPC_CLASS_DEEP		0x200
 
-static inline int hpc_peer_class_of(int peer)
+static inline int hpc_class_of(int c)
 {
-	return peer < 0 ? peer : (peer & ~HPC_PEER_RAISED);
+	return c < 0 ? c : (c & ~(HPC_PEER_RAISED | HPC_CLASS_DEEP));
 }
 
 /*
