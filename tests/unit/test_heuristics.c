@@ -288,9 +288,17 @@ static void decide_pair_rules(void **state)
 				    HPC_CLASS_MEDIUM, &p), 6);
 	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
 				    HPC_CLASS_LOW, &p), 6);
-	/* Busy by history but not now: no step up. */
+	/* Busy by history but not now: no lead started. */
 	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_MEDIUM,
 				    HPC_CLASS_LOW, &p), 4);
+	/* An unsure wait starts no lead, but grows one already taken. */
+	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
+				    HPC_CLASS_LOW | HPC_PEER_UNSURE, &p), 4);
+	assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_MEDIUM,
+				    HPC_CLASS_LOW | HPC_PEER_UNSURE, &p), 6);
+	/* Not if the task waited itself. */
+	assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_LOW,
+				    HPC_CLASS_LOW, &p), 5);
 	(void)state;
 }
 
@@ -425,8 +433,8 @@ static void peer_woke_during_wait(void **state)
 	assert_int_equal(hpc_peer_class(&peer, now, now - US(200), &p),
 			 HPC_CLASS_HIGH);
 
-	/* A lazy iteration (40 %) after busy ones is one noisy iteration: not
-	 * yet a wait for us (medium); a second one confirms it (low). */
+	/* A lazy iteration (40 %) after busy ones may be one noisy iteration:
+	 * low but unsure (it starts no lead); a second one confirms it. */
 	p.heuristic = HPC_HEUR_UNIFORM;
 	hpc_task_init(&peer, 0, &p);
 	now = 0;
@@ -435,7 +443,7 @@ static void peer_woke_during_wait(void **state)
 	run_iter(&peer, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
 	assert_int_equal(peer.global_util, 7666);
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
-			 HPC_CLASS_MEDIUM);
+			 HPC_CLASS_LOW | HPC_PEER_UNSURE);
 	run_iter(&peer, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
 	assert_int_equal(peer.prev_util, 4000);
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),

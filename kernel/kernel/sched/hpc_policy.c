@@ -236,10 +236,13 @@ static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
  *    down; if that wait was deep (HPC_CLASS_DEEP: the loads changed), the
  *    lead is wrong: back to min_prio. A lead is rebuilt one step at a time.
  * 3. Low by the heuristic (the task waits a lot): one step down.
- * 4. High by the heuristic and now, and the sibling waits for us: one step
- *    up. The detector reports that only when the wait is unambiguous (see
- *    hpc_peer_class()), so that the noise of a balanced pair never raises
- *    anyone: equal tasks keep equal priorities.
+ * 4. High by the heuristic, and the sibling waits for us: one step up. A
+ *    lead is started (from min_prio) only on an unambiguous wait (not
+ *    HPC_PEER_UNSURE: deep, or confirmed by the iteration before, see
+ *    hpc_peer_class()) of a sibling while the task was busy in its last two
+ *    iterations, so that the noise of a balanced pair never raises anyone:
+ *    equal tasks keep equal priorities. A lead already taken grows on any
+ *    low iteration of the sibling, unless the task waited itself.
  * 5. Anything else holds: a busy pair is a fixed point, at any difference.
  *
  * One step up per decision bounds any overshoot.
@@ -258,8 +261,11 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 		return own_now & HPC_CLASS_DEEP ? p->min_prio : prio - 1;
 	if (own_class == HPC_CLASS_LOW && prio > p->min_prio)
 		return prio - 1;
-	if (own_class == HPC_CLASS_HIGH && now_class == HPC_CLASS_HIGH &&
-	    peer_class == HPC_CLASS_LOW && prio < p->max_prio)
+	if (own_class != HPC_CLASS_HIGH || peer_class != HPC_CLASS_LOW ||
+	    prio >= p->max_prio)
+		return prio;
+	if (prio > p->min_prio ? now_class != HPC_CLASS_LOW :
+	    now_class == HPC_CLASS_HIGH && !(peer & HPC_PEER_UNSURE))
 		return prio + 1;
 	return prio;
 }
@@ -268,18 +274,20 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
  * What the detector says of a sibling (snapshot @peer) whose judged
  * iteration computed @run at utilisation @util, after an iteration at
  * @before (HPC_UTIL_SCALE if none, or if it computed nothing): its class,
- * LOW only when it waits for us for sure, with HPC_PEER_RAISED when it runs
- * above min_prio or did before its last decision (a pair that steps down
- * from (5, 5) one task after the other comes down to (4, 4), not (4, 5)).
- * A low iteration is only a wait for us if
+ * with HPC_PEER_RAISED when it runs above min_prio or did before its last
+ * decision (a pair that steps down from (5, 5) one task after the other
+ * comes down to (4, 4), not (4, 5)). A low iteration is a wait for us only
+ * if (else MEDIUM)
  *
- * - it is deep (below half of low_util: no noise halves a balanced
- *   task's share), or confirmed by the iteration before it (a wait that
- *   lasts), so that one noisy iteration of a balanced pair raises nobody;
  * - the sibling ran it at min_prio, not raised: the wait of a raised task
  *   comes from its own lead (rule 2 of hpc_decide() takes it back);
  * - it computed something (at least min_wait_us): back-to-back waits,
- *   e.g. MPI's start-up, are communication, not a share of a compute phase.
+ *   e.g. MPI's start-up, are communication, not a share of a compute phase;
+ *
+ * and it carries HPC_PEER_UNSURE unless it is deep (below half of
+ * low_util: no noise halves a balanced task's share) or confirmed by the
+ * iteration before it (a wait that lasts): one noisy iteration of a
+ * balanced pair starts no lead.
  */
 static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
 			   u32 before, const struct hpc_params *p)
@@ -289,11 +297,13 @@ static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
 	int raised = peer->prio > p->min_prio || peer->prev_prio > p->min_prio ?
 		     HPC_PEER_RAISED : 0;
 
-	if (class == HPC_CLASS_LOW &&
-	    (run < (u64)p->min_wait_us * 1000 || raised ||
-	     (util >= low / 2 && before >= low)))
-		class = HPC_CLASS_MEDIUM;
-	return class | raised;
+	if (class != HPC_CLASS_LOW)
+		return class | raised;
+	if (run < (u64)p->min_wait_us * 1000 || raised)
+		return HPC_CLASS_MEDIUM | raised;
+	if (util >= low / 2 && before >= low)
+		return class | HPC_PEER_UNSURE;
+	return class;
 }
 
 /*

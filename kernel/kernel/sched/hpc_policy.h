@@ -133,15 +133,19 @@ enum hpc_class {
  * Flags on a class passed to hpc_decide(). HPC_PEER_RAISED: set in what
  * hpc_peer_class() returns when the sibling runs above min_prio, or did
  * before its last decision (a pair keeps at most one raised context).
- * HPC_CLASS_DEEP: on the task's own low iteration, below half of low_util.
- * The class is the rest (hpc_class_of()).
+ * HPC_PEER_UNSURE: on the sibling's low iteration when it is neither deep
+ * nor confirmed by the one before (it may be noise). HPC_CLASS_DEEP: on the
+ * task's own low iteration, below half of low_util. The class is the rest
+ * (hpc_class_of()).
  */
 #define HPC_PEER_RAISED		0x100
 #define HPC_CLASS_DEEP		0x200
+#define HPC_PEER_UNSURE		0x400
 
 static inline int hpc_class_of(int c)
 {
-	return c < 0 ? c : (c & ~(HPC_PEER_RAISED | HPC_CLASS_DEEP));
+	return c < 0 ? c : (c & ~(HPC_PEER_RAISED | HPC_CLASS_DEEP |
+				  HPC_PEER_UNSURE));
 }
 
 /*
