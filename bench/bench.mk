@@ -14,9 +14,16 @@
 
 BENCH_DIR ?= $(BUILD)/bench-results
 
+#   make bench-balanced   the balanced application alone (bench.sh's
+#                 BENCH_ONLY=balanced-app; a few minutes): baseline, Uniform,
+#                 Adaptive, each heuristic's ratio to the baseline (<= 1.02)
+
 SCX_BENCH_IMAGE ?= $(TOP)/build-kernel/bzImage
 
-.PHONY: bench bench-scx
+.PHONY: bench bench-scx bench-balanced
+
+bench-balanced: build
+	@BENCH_ONLY=balanced-app bench/bench.sh $(BUILD) $(BUILD)/bench-balanced
 
 bench: build
 	@bench/bench.sh $(BUILD) $(BENCH_DIR)

@@ -12,20 +12,39 @@
 #  2. hpcd's CPU time per managed task (its /proc/self/stat when it exits);
 #  3. libhpcmon's wall time per MPI call against no monitor (hpcmon-overhead);
 #  4. weight mode on a balanced MetBench against no hpcd at all (hpcd's tree
-#     at its default weight: as much CPU as the tasks had without it).
+#     at its default weight: as much CPU as the tasks had without it);
+#  5. a balanced application (bench/balanced: BT-MZ class A's balance, 4
+#     ranks of nearly equal work with per-step noise, neighbour exchange):
+#     baseline, Uniform, Adaptive; each heuristic must lose nothing (its
+#     ratio to the baseline at most 1.02).
 #
 # usage: bench.sh BUILD_DIR [OUT_DIR]        (as root: hpcd creates cgroups)
 # env:   BENCH_REPEAT (5)  BENCH_LOADS (500,2000,500,2000)  BENCH_ITERATIONS (20)
 #        BENCH_K (15)  BENCH_BALANCED (1250,1250,1250,1250)  BENCH_CALLS (200000)
+#        BENCH_APP_ARGS (--steps 200 --work 4000 --noise 5: the balanced
+#        application's)
+#        BENCH_ONLY: run only these entries (space-separated: metbench
+#        metbenchvar metbench-sleep metbench-spin balanced balanced-app
+#        overhead); default all
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: bench.sh BUILD_DIR [OUT_DIR]}
 out=${2:-$build/bench-results}
 reps=${BENCH_REPEAT:-5} loads=${BENCH_LOADS:-500,2000,500,2000} iters=${BENCH_ITERATIONS:-20}
 k=${BENCH_K:-15} balanced=${BENCH_BALANCED:-1250,1250,1250,1250} calls=${BENCH_CALLS:-200000}
+app_args=${BENCH_APP_ARGS:---steps 200 --work 4000 --noise 5} only=${BENCH_ONLY:-}
+app=$build/bench/balanced/balanced
+for e in $only; do
+	case $e in
+	metbench | metbenchvar | metbench-sleep | metbench-spin | balanced | balanced-app | overhead) ;;
+	*) echo "bench: BENCH_ONLY: unknown entry '$e'" >&2; exit 1 ;;
+	esac
+done
+# want ENTRY: whether this run includes it.
+want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 ways3=$top/tools/hpcd/metbench-3ways.sh
 ovh=$build/tools/hpcmon/hpcmon-overhead mon=$build/tools/hpcmon/libhpcmon.so
-for f in "$ovh" "$mon" "$build/tools/sim/hpcsim"; do
+for f in "$ovh" "$mon" "$build/tools/sim/hpcsim" "$app"; do
 	[ -e "$f" ] || { echo "bench: $f is not built" >&2; exit 1; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench: run as root (hpcd creates cgroups)" >&2; exit 1; }
@@ -57,23 +76,26 @@ ways() {
 }
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
-	ways metbench "$r" LOADS="$loads" ITERATIONS="$iters"
-	ways metbenchvar "$r" LOADS="$loads" ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
-	ways metbench-sleep "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=sleep
-	ways metbench-spin "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=spin
-	ways balanced "$r" WAYS="none weight" LOADS="$balanced" ITERATIONS="$iters" GROUP_WEIGHT=
+	! want metbench || ways metbench "$r" LOADS="$loads" ITERATIONS="$iters"
+	! want metbenchvar || ways metbenchvar "$r" LOADS="$loads" ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
+	! want metbench-sleep || ways metbench-sleep "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=sleep
+	! want metbench-spin || ways metbench-spin "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=spin
+	! want balanced || ways balanced "$r" WAYS="none weight" LOADS="$balanced" ITERATIONS="$iters" GROUP_WEIGHT=
+	! want balanced-app || ways balanced-app "$r" PROGRAM="$app" NP=4 PROGRAM_ARGS="$app_args"
 	printf ' (%d s so far)\n' $(($(date +%s) - t0))
 done
 
 # The monitor's per-call cost: one rank, so MPI itself costs next to nothing.
-mpirun --oversubscribe $root -np 1 "$ovh" "$calls" >"$out/overhead-none.txt"
-HPCD_SOCKET= HPCMON_QUIET=1 mpirun --oversubscribe $root -np 1 -x HPCD_SOCKET -x HPCMON_QUIET \
-	-x LD_PRELOAD="$mon" "$ovh" "$calls" >"$out/overhead-hpcmon.txt"
+if want overhead; then
+	mpirun --oversubscribe $root -np 1 "$ovh" "$calls" >"$out/overhead-none.txt"
+	HPCD_SOCKET= HPCMON_QUIET=1 mpirun --oversubscribe $root -np 1 -x HPCD_SOCKET -x HPCMON_QUIET \
+		-x LD_PRELOAD="$mon" "$ovh" "$calls" >"$out/overhead-hpcmon.txt"
+fi
 
 echo
 /usr/bin/python3 "$top/bench/summary.py" "$out" --hpcsim "$build/tools/sim/hpcsim" \
 	--rounds "$reps" --loads "$loads" --iterations "$iters" -k "$k" --balanced "$balanced" \
-	--calls "$calls" | tee "$out/summary.txt"
+	--calls "$calls" --app-args="$app_args" ${only:+--only "$only"} | tee "$out/summary.txt"
 echo "(make bench took $(($(date +%s) - t0)) s; load average $load0 at the start," \
 	"$(cut -d' ' -f1-3 /proc/loadavg) at the end, on $(nproc) CPUs: times are noise when" \
 	"the machine is busy, the ratios of one round are side by side)"

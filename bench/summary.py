@@ -2,10 +2,10 @@
 """make bench's summary: medians over the rounds bench.sh ran, as ratios.
 
 usage: summary.py OUT_DIR --hpcsim BIN --rounds N --loads L --iterations I -k K
-                  --balanced L --calls C
+                  --balanced L --calls C --app-args=ARGS [--only "ENTRY ..."]
        summary.py --scx BENCH_TXT     (make bench-scx: scx_hpc beside scx_simple)
 
-OUT_DIR/{metbench,metbenchvar,metbench-sleep,metbench-spin,balanced}/<round>/
+OUT_DIR/{metbench,metbenchvar,metbench-sleep,metbench-spin,balanced,balanced-app}/<round>/
 hold what tools/hpcd/metbench-3ways.sh keeps per way (W.json, W.log);
 overhead-*.txt the output of hpcmon-overhead. The simulator runs the same
 workloads (loads in proportion, the same iterations and swaps) on the paper's
@@ -28,7 +28,10 @@ import subprocess
 import sys
 
 WAYS = ("baseline", "uniform", "adaptive", "none", "weight")
-BENCHES = ("metbench", "metbenchvar", "metbench-sleep", "metbench-spin", "balanced")
+BENCHES = ("metbench", "metbenchvar", "metbench-sleep", "metbench-spin", "balanced",
+           "balanced-app")
+# A heuristic must not slow a balanced application down by more than this.
+NO_HARM = 1.02
 
 
 def rounds(out, bench, n):
@@ -161,6 +164,48 @@ def overhead(out, calls):
     return "\n".join(lines)
 
 
+PRIO_LINE = re.compile(r" rank ([0-9]+) iteration .* prio ([0-9]+)$")
+
+
+def prio_moves(log):
+    """(decisions that changed a rank's priority, highest priority logged)
+    from hpcd's log."""
+    last, moves, top = {}, 0, 0
+    for line in open(log):
+        m = PRIO_LINE.search(line.strip())
+        if not m:
+            continue
+        r, p = m.group(1), int(m.group(2))
+        moves += r in last and last[r] != p
+        last[r] = p
+        top = max(top, p)
+    return moves, top
+
+
+def balanced_app(out, n, args):
+    """The balanced application: each heuristic's time over the baseline's
+    (median of the per-round ratios, their spread), against NO_HARM."""
+    rs = rounds(out, "balanced-app", n)
+    comp = [r["compute_pct"] for r in rs[0]["baseline"]["ranks"]]
+    lines = ["A balanced application (bench/balanced %s; 4 ranks, baseline %% compute %s), "
+             "waits poll:" % (args, " ".join("%.0f" % c for c in comp)),
+             "%-9s %9s %12s %15s %22s %s" % ("way", "time (s)", "vs baseline", "per round",
+                                              "priority changes/max", "")]
+    lines.append("%-9s %9.3f %12.3f" % ("baseline", median_time(rs, "baseline"), 1.0))
+    for way in ("uniform", "adaptive"):
+        ratios = round_ratios(rs, way)
+        med = statistics.median(ratios)
+        moves = [prio_moves(os.path.join(out, "balanced-app", str(i + 1), way + ".log"))
+                 for i in range(len(rs))]
+        verdict = "ok (<= %.2f)" % NO_HARM if med <= NO_HARM else "HARM (> %.2f)" % NO_HARM
+        lines.append("%-9s %9.3f %12.3f %15s %22s %s" % (
+            way, median_time(rs, way), med, "%.3f..%.3f" % (min(ratios), max(ratios)),
+            "%d / %d" % (sum(m[0] for m in moves), max(m[1] for m in moves)), verdict))
+    lines.append("(%d round(s); time: median; vs baseline: median of the per-round ratios; "
+                 "priority changes: over all rounds, from hpcd's log)" % len(rs))
+    return "\n".join(lines)
+
+
 SCX_MEDIANS = {
     "switch": re.compile(r"median BPF ns per context switch ratio hpc/simple: ([0-9.]+)"),
     "share": re.compile(r"median BPF share of CPU time: hpc ([0-9.]+) %, simple ([0-9.]+) %"),
@@ -215,34 +260,56 @@ def main():
     ap.add_argument("-k", type=int, required=True)
     ap.add_argument("--balanced", required=True)
     ap.add_argument("--calls", type=int, required=True)
+    ap.add_argument("--app-args", required=True)
+    ap.add_argument("--only", default="")
     a = ap.parse_args()
     loads = [int(x) for x in a.loads.split(",")]
+    only = a.only.split()
+    unknown = [e for e in only if e not in BENCHES + ("overhead",)]
+    if unknown:
+        sys.exit("summary.py: --only: unknown entry %s" % ", ".join(unknown))
+
+    def want(entry):
+        return not only or entry in only
 
     mb = "MetBench (loads %s, %d iterations)" % (a.loads, a.iterations)
-    sim_poll = simulate(a.hpcsim, a.out, "metbench", loads, a.iterations)
-    print(table(mb + ", waits poll (the ranks sleep, hpcd counts them polling)",
-                rounds(a.out, "metbench", a.rounds), sim_poll))
-    print()
-    var = rounds(a.out, "metbenchvar", a.rounds)
-    print(table("MetBenchVar (loads %s swapped every k = %d, %d iterations), waits poll" % (
-        a.loads, a.k, 3 * a.k), var, simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k)))
-    print()
-    print(table(mb + ", waits sleep (the ranks sleep, their contexts idle)",
-                rounds(a.out, "metbench-sleep", a.rounds),
-                simulate(a.hpcsim, a.out, "metbench", loads, a.iterations, wait="block"),
-                "sleeping"))
-    print()
-    print(table(mb + ", waits spin (MPI's own polling: a throttled rank holds up the barrier)",
-                rounds(a.out, "metbench-spin", a.rounds), sim_poll))
-    print()
+    sim_poll = None
+    if want("metbench") or want("metbench-spin"):
+        sim_poll = simulate(a.hpcsim, a.out, "metbench", loads, a.iterations)
+    if want("metbench"):
+        print(table(mb + ", waits poll (the ranks sleep, hpcd counts them polling)",
+                    rounds(a.out, "metbench", a.rounds), sim_poll))
+        print()
+    if want("metbenchvar"):
+        var = rounds(a.out, "metbenchvar", a.rounds)
+        print(table("MetBenchVar (loads %s swapped every k = %d, %d iterations), waits poll" % (
+            a.loads, a.k, 3 * a.k), var,
+            simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k)))
+        print()
+    if want("metbench-sleep"):
+        print(table(mb + ", waits sleep (the ranks sleep, their contexts idle)",
+                    rounds(a.out, "metbench-sleep", a.rounds),
+                    simulate(a.hpcsim, a.out, "metbench", loads, a.iterations, wait="block"),
+                    "sleeping"))
+        print()
+    if want("metbench-spin"):
+        print(table(mb + ", waits spin (MPI's own polling: a throttled rank holds up the "
+                    "barrier)", rounds(a.out, "metbench-spin", a.rounds), sim_poll))
+        print()
+    if want("balanced-app"):
+        print(balanced_app(a.out, a.rounds, a.app_args))
+        print()
     print(hpcd_cost(a.out))
-    print(overhead(a.out, a.calls))
-    bal = rounds(a.out, "balanced", a.rounds)
-    tn, tw = median_time(bal, "none"), median_time(bal, "weight")
-    ratios = sorted(r["weight"]["total_time_s"] / r["none"]["total_time_s"] for r in bal)
-    print("Weight mode on a balanced MetBench (loads %s, %d iterations): hpcd --mode weight / no "
-          "hpcd = %.3f (%.3f s vs %.3f s; per round %s)" % (
-              a.balanced, a.iterations, tw / tn, tw, tn, ", ".join("%.3f" % x for x in ratios)))
+    if want("overhead"):
+        print(overhead(a.out, a.calls))
+    if want("balanced"):
+        bal = rounds(a.out, "balanced", a.rounds)
+        tn, tw = median_time(bal, "none"), median_time(bal, "weight")
+        ratios = sorted(r["weight"]["total_time_s"] / r["none"]["total_time_s"] for r in bal)
+        print("Weight mode on a balanced MetBench (loads %s, %d iterations): hpcd --mode weight "
+              "/ no hpcd = %.3f (%.3f s vs %.3f s; per round %s)" % (
+                  a.balanced, a.iterations, tw / tn, tw, tn,
+                  ", ".join("%.3f" % x for x in ratios)))
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ HPC_STATIC void hpc_task_tick(struct hpc_task *t, u64 now);
 HPC_STATIC u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
 HPC_STATIC u32 hpc_util(u64 run, u64 total);
 HPC_STATIC int hpc_classify(u32 util, const struct hpc_params *p);
-HPC_STATIC u32 hpc_decide(u32 prio, int own_class, int peer_class,
+HPC_STATIC u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 			  const struct hpc_params *p);
 HPC_STATIC int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 			      const struct hpc_params *p);

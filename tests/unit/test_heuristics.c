@@ -124,12 +124,15 @@ static void adaptive_other_weights(void **state)
 }
 
 /*
- * After a low history, one busy iteration: Uniform's global stays low and
- * the task holds; Adaptive sees high and, its sibling waiting, steps up.
+ * After a low history, busy iterations: Uniform's global stays low and the
+ * task holds; Adaptive sees high and, its sibling waiting, steps up once the
+ * task has been busy in two iterations running (one busy iteration is not
+ * yet a present: hpc_own_now()).
  *   i  t_R   t_W   U_i   U                        Adaptive
  *   1  1000  3000  2500  2500                     2500
  *   2  1000  3000  2500  2500                     2500
  *   3  9500   500  9500  11500 / 18000 = 6388     (10 * 2500 + 90 * 9500) / 100 = 8800
+ *   4  9500   500  9500  21000 / 28000 = 7500     (10 * 6388 + 90 * 9500) / 100 = 9188
  */
 static void adaptive_reacts_uniform_holds(void **state)
 {
@@ -159,6 +162,16 @@ static void adaptive_reacts_uniform_holds(void **state)
 	p.heuristic = HPC_HEUR_ADAPTIVE;
 	run_iter(&a, &na, US(9500), US(500), &p, HPC_CLASS_LOW);
 	assert_int_equal(a.heur_util, 8800);
+	assert_int_equal(a.prio, 4);
+
+	p.heuristic = HPC_HEUR_UNIFORM;
+	run_iter(&u, &nu, US(9500), US(500), &p, HPC_CLASS_LOW);
+	assert_int_equal(u.heur_util, 7500);
+	assert_int_equal(u.prio, 4);
+
+	p.heuristic = HPC_HEUR_ADAPTIVE;
+	run_iter(&a, &na, US(9500), US(500), &p, HPC_CLASS_LOW);
+	assert_int_equal(a.heur_util, 9188);
 	assert_int_equal(a.prio, 5);
 	assert_int_equal(a.prev_prio, 4);
 	(void)state;
@@ -203,13 +216,13 @@ static void decide_low_steps_down(void **state)
 	int i;
 
 	for (i = 0; i < NR_CLASSES; i++) {
-		assert_int_equal(hpc_decide(6, HPC_CLASS_LOW, all_classes[i], &p), 5);
-		assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, all_classes[i], &p), 4);
-		assert_int_equal(hpc_decide(4, HPC_CLASS_LOW, all_classes[i], &p), 4);
+		assert_int_equal(hpc_decide(6, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
+		assert_int_equal(hpc_decide(4, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
 	}
 	p.min_prio = 1;
-	assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, HPC_CLASS_LOW, &p), 1);
-	assert_int_equal(hpc_decide(1, HPC_CLASS_LOW, HPC_CLASS_LOW, &p), 1);
+	assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, HPC_CLASS_LOW, &p), 1);
+	assert_int_equal(hpc_decide(1, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, HPC_CLASS_LOW, &p), 1);
 	(void)state;
 }
 
@@ -220,24 +233,72 @@ static void decide_high(void **state)
 	u32 prio;
 	int i;
 
-	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 5);
-	assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
-	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
+	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 5);
+	assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
 	for (prio = 4; prio <= 6; prio++) {
-		assert_int_equal(hpc_decide(prio, HPC_CLASS_HIGH,
+		assert_int_equal(hpc_decide(prio, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
 					    HPC_CLASS_MEDIUM, &p), prio);
-		assert_int_equal(hpc_decide(prio, HPC_CLASS_HIGH,
+		assert_int_equal(hpc_decide(prio, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
 					    HPC_CLASS_HIGH, &p), prio);
-		assert_int_equal(hpc_decide(prio, HPC_CLASS_HIGH,
+		assert_int_equal(hpc_decide(prio, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
 					    HPC_CLASS_NONE, &p), prio);
 		/* Medium holds, whatever the sibling. */
 		for (i = 0; i < NR_CLASSES; i++)
-			assert_int_equal(hpc_decide(prio, HPC_CLASS_MEDIUM,
+			assert_int_equal(hpc_decide(prio, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM,
 						    all_classes[i], &p), prio);
 	}
 	p.max_prio = 7;
-	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 7);
-	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 7);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 7);
+	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 7);
+	(void)state;
+}
+
+/*
+ * The pair rules. Both contexts raised: one step down. Raised and waiting
+ * for a busy sibling: one step down, back to min_prio when the wait was
+ * deep. A raised sibling's wait never raises us, and neither does a wait of
+ * ours or of the sibling that is not busy.
+ */
+static void decide_pair_rules(void **state)
+{
+	struct hpc_params p = defaults();	/* 4..6 */
+	const int low_deep = HPC_CLASS_LOW | HPC_CLASS_DEEP;
+	int i;
+
+	for (i = 0; i < NR_CLASSES; i++) {
+		if (all_classes[i] < 0)
+			continue;
+		assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
+					    all_classes[i] | HPC_PEER_RAISED, &p), 4);
+		assert_int_equal(hpc_decide(6, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM,
+					    all_classes[i] | HPC_PEER_RAISED, &p), 5);
+		/* At min_prio the sibling's lead is its own business. */
+		assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
+					    all_classes[i] | HPC_PEER_RAISED, &p), 4);
+	}
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_LOW,
+				    HPC_CLASS_HIGH, &p), 5);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_HIGH, &p), 4);
+	assert_int_equal(hpc_decide(5, HPC_CLASS_MEDIUM, low_deep,
+				    HPC_CLASS_HIGH, &p), 4);
+	/* The sibling is not busy: it waits too (for another core). */
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_MEDIUM, &p), 6);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_LOW, &p), 6);
+	/* Busy by history but not now: no lead started. */
+	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_MEDIUM,
+				    HPC_CLASS_LOW, &p), 4);
+	/* An unsure wait starts no lead, but grows one already taken. */
+	assert_int_equal(hpc_decide(4, HPC_CLASS_HIGH, HPC_CLASS_HIGH,
+				    HPC_CLASS_LOW | HPC_PEER_UNSURE, &p), 4);
+	assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_MEDIUM,
+				    HPC_CLASS_LOW | HPC_PEER_UNSURE, &p), 6);
+	/* Not if the task waited itself. */
+	assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_LOW,
+				    HPC_CLASS_LOW, &p), 5);
 	(void)state;
 }
 
@@ -248,24 +309,24 @@ static void decide_clamps_first(void **state)
 	int i;
 
 	for (i = 0; i < NR_CLASSES; i++) {
-		assert_int_equal(hpc_decide(7, HPC_CLASS_MEDIUM, all_classes[i], &p), 6);
-		assert_int_equal(hpc_decide(0, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
-		assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, all_classes[i], &p), 4);
-		assert_int_equal(hpc_decide(7, HPC_CLASS_LOW, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(7, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM, all_classes[i], &p), 6);
+		assert_int_equal(hpc_decide(0, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
+		assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
+		assert_int_equal(hpc_decide(7, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 5);
 	}
-	assert_int_equal(hpc_decide(0, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 5);
-	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
-	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_HIGH, &p), 6);
-	assert_int_equal(hpc_decide(UINT32_MAX, HPC_CLASS_HIGH, HPC_CLASS_HIGH, &p), 6);
+	assert_int_equal(hpc_decide(0, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 5);
+	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
+	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_HIGH, &p), 6);
+	assert_int_equal(hpc_decide(UINT32_MAX, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_HIGH, &p), 6);
 
 	/* min = max: nothing moves. */
 	p.min_prio = 5;
 	p.max_prio = 5;
 	for (i = 0; i < NR_CLASSES; i++) {
-		assert_int_equal(hpc_decide(4, HPC_CLASS_LOW, all_classes[i], &p), 5);
-		assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, all_classes[i], &p), 5);
-		assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, all_classes[i], &p), 5);
-		assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(4, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_HIGH, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(5, HPC_CLASS_HIGH, HPC_CLASS_HIGH, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 5);
 	}
 	(void)state;
 }
@@ -372,7 +433,8 @@ static void peer_woke_during_wait(void **state)
 	assert_int_equal(hpc_peer_class(&peer, now, now - US(200), &p),
 			 HPC_CLASS_HIGH);
 
-	/* And a lazy iteration (40 %) after busy ones is low. */
+	/* A lazy iteration (40 %) after busy ones may be one noisy iteration:
+	 * low but unsure (it starts no lead); a second one confirms it. */
 	p.heuristic = HPC_HEUR_UNIFORM;
 	hpc_task_init(&peer, 0, &p);
 	now = 0;
@@ -381,7 +443,23 @@ static void peer_woke_during_wait(void **state)
 	run_iter(&peer, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
 	assert_int_equal(peer.global_util, 7666);
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
+			 HPC_CLASS_LOW | HPC_PEER_UNSURE);
+	run_iter(&peer, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
+	assert_int_equal(peer.prev_util, 4000);
+	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
 			 HPC_CLASS_LOW);
+
+	/* A deep wait (30 %: below half of low_util) needs no confirmation. */
+	hpc_task_init(&peer, 0, &p);
+	now = 0;
+	run_iter(&peer, &now, US(9500), US(500), &p, HPC_CLASS_NONE);
+	run_iter(&peer, &now, US(3000), US(7000), &p, HPC_CLASS_NONE);
+	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
+			 HPC_CLASS_LOW);
+	/* Nor would it, were the sibling raised: then its wait is its lead's. */
+	peer.prio = 5;
+	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
+			 HPC_CLASS_MEDIUM | HPC_PEER_RAISED);
 	(void)state;
 }
 
@@ -500,6 +578,7 @@ int main(void)
 		cmocka_unit_test(adaptive_default_weights),
 		cmocka_unit_test(adaptive_other_weights),
 		cmocka_unit_test(adaptive_reacts_uniform_holds),
+		cmocka_unit_test(decide_pair_rules),
 		cmocka_unit_test(classify_bounds),
 		cmocka_unit_test(decide_low_steps_down),
 		cmocka_unit_test(decide_high),

@@ -113,6 +113,124 @@ static void balanced_pair_unequal_prios(void **state)
 }
 
 /*
+ * A balanced pair with heavy per-iteration noise: each task computes 70..99 %
+ * of a 10 ms iteration, and in isolated iterations one of them only 50..64 %
+ * (a noisy iteration of a balanced application: below low_util, not below
+ * half of it). No single low iteration is a wait for the sibling: nobody is
+ * ever raised, the pair never has unequal priorities.
+ */
+static void balanced_noisy_pair(int heuristic)
+{
+	struct hpc_params p;
+	struct hpc_task t[2];
+	u64 now = 0;
+	int i, lows = 0;
+
+	hpc_params_default(&p);
+	p.heuristic = heuristic;
+	hpc_task_init(&t[0], 0, &p);
+	hpc_task_init(&t[1], 0, &p);
+	for (i = 0; i < 200; i++) {
+		u64 run[2] = {
+			US(7000) + US(2900) * (u64)((i * 7) % 11) / 10,
+			US(7000) + US(2900) * (u64)((i * 5 + 3) % 11) / 10,
+		};
+
+		/* Every third iteration one task dips low, never twice running. */
+		if (i % 3 == 1) {
+			run[i % 2] = US(5000) + US(1400) * (u64)(i % 5) / 4;
+			lows++;
+		}
+		pair_iter(t, &now, run, MS(10), i & 1, &p);
+		assert_int_equal(t[0].prio, t[1].prio);
+		assert_int_equal(t[0].prio, 4);
+	}
+	assert_true(lows > 60);
+}
+
+static void balanced_noisy_pair_uniform(void **state)
+{
+	balanced_noisy_pair(HPC_HEUR_UNIFORM);
+	(void)state;
+}
+
+static void balanced_noisy_pair_adaptive(void **state)
+{
+	balanced_noisy_pair(HPC_HEUR_ADAPTIVE);
+	(void)state;
+}
+
+/*
+ * Two raised contexts of one core, e.g. (5, 5) or (6, 6) after the knobs
+ * changed: only the difference matters, so the pair is brought back down to
+ * (4, 4), never kept raised, never left unequal; balanced loads.
+ */
+static void raised_pair_comes_down(void **state)
+{
+	static const u32 start[] = { 5, 6 };
+	struct hpc_params p;
+	struct hpc_task t[2];
+	const u64 run[2] = { US(9000), US(9200) };
+	u64 now = 0;
+	int h, k, i;
+
+	for (h = 0; h < HPC_HEUR_NR; h++)
+		for (k = 0; k < 2; k++) {
+			hpc_params_default(&p);
+			p.heuristic = h;
+			hpc_task_init(&t[0], 0, &p);
+			hpc_task_init(&t[1], 0, &p);
+			t[0].prio = start[k];
+			t[1].prio = start[k];
+			for (i = 0; i < 20; i++) {
+				pair_iter(t, &now, run, MS(10), i & 1, &p);
+				/* One step per decision: two at most from 6. */
+				if (i >= (int)start[k] - 4) {
+					assert_int_equal(t[0].prio, 4);
+					assert_int_equal(t[1].prio, 4);
+				}
+			}
+		}
+	(void)state;
+}
+
+/*
+ * A wrong lead on a balanced pair (a context raised on noise): the raised
+ * task now waits for its busy sibling and drops back at once; its wait, run
+ * raised, does not raise the sibling: no flip to (5, 4), no oscillation.
+ */
+static void wrong_lead_dropped_without_flip(void **state)
+{
+	struct hpc_params p;
+	struct hpc_task t[2];
+	u64 now = 0;
+	int h, i;
+
+	for (h = 0; h < HPC_HEUR_NR; h++) {
+		/* At (5, 4) the balanced pair runs 4.6 / 10 ms and 10 ms. */
+		const u64 lead[2] = { US(4600), MS(10) - US(200) };
+		const u64 even[2] = { US(9300), US(9500) };
+
+		hpc_params_default(&p);
+		p.heuristic = h;
+		hpc_task_init(&t[0], 0, &p);
+		hpc_task_init(&t[1], 0, &p);
+		for (i = 0; i < 10; i++)
+			pair_iter(t, &now, even, MS(10), i & 1, &p);
+		t[0].prio = 5;
+		pair_iter(t, &now, lead, MS(10), 0, &p);
+		assert_int_equal(t[0].prio, 4);
+		assert_int_equal(t[1].prio, 4);
+		for (i = 0; i < 10; i++) {
+			pair_iter(t, &now, even, MS(10), i & 1, &p);
+			assert_int_equal(t[0].prio, 4);
+			assert_int_equal(t[1].prio, 4);
+		}
+	}
+	(void)state;
+}
+
+/*
  * MetBench: the light task computes 25 % of each 1 s iteration and waits
  * 75 %; its sibling computes all but 200 us (the barrier; the paper's
  * baseline has 25.34 % and 99.98 %). The heavy task goes 4 -> 5 -> 6 in two
@@ -166,8 +284,10 @@ static void metbench_adaptive(void **state)
 
 /*
  * MetBenchVar with Adaptive (G = 10, L = 90): the loads swap after the pair
- * settled at (4, 6); it re-balances to (6, 4) in two decisions, one step per
- * iteration, and stays.
+ * settled at (4, 6). The raised task now waits for its busy sibling most of
+ * the iteration (a deep wait): it drops its lead at once, (4, 4) (rule 2); its wait, run at priority 6, does not
+ * raise the sibling. From the next iteration on the sibling climbs one step
+ * per iteration to (6, 4), and stays. No pair is ever at (5, 5).
  */
 static void metbenchvar_adaptive_swap(void **state)
 {
@@ -176,8 +296,8 @@ static void metbenchvar_adaptive_swap(void **state)
 	u64 now = 0;
 	const u64 a[2] = { MS(250), MS(1000) - US(200) };
 	const u64 b[2] = { MS(1000) - US(200), MS(250) };
-	static const u32 exp0[] = { 5, 6, 6, 6, 6 };
-	static const u32 exp1[] = { 5, 4, 4, 4, 4 };
+	static const u32 exp0[] = { 4, 5, 6, 6, 6 };
+	static const u32 exp1[] = { 4, 4, 4, 4, 4 };
 	int i;
 
 	hpc_params_default(&p);
@@ -267,6 +387,10 @@ int main(void)
 		cmocka_unit_test(balanced_pair_uniform),
 		cmocka_unit_test(balanced_pair_adaptive),
 		cmocka_unit_test(balanced_pair_unequal_prios),
+		cmocka_unit_test(balanced_noisy_pair_uniform),
+		cmocka_unit_test(balanced_noisy_pair_adaptive),
+		cmocka_unit_test(raised_pair_comes_down),
+		cmocka_unit_test(wrong_lead_dropped_without_flip),
 		cmocka_unit_test(metbench_uniform),
 		cmocka_unit_test(metbench_adaptive),
 		cmocka_unit_test(metbenchvar_adaptive_swap),

@@ -38,6 +38,26 @@ const Phase &Workload::phase_at(int iter) const
 	return phases[phase_index(iter)];
 }
 
+// A 64-bit mix (splitmix64's finaliser): the same inputs give the same
+// draw on every platform, unlike the standard library's distributions.
+static u64 mix64(u64 x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+double Workload::load_ms(int iter, int i) const
+{
+	const double base = phase_at(iter).loads_ms[i];
+	if (noise_pct == 0)
+		return base;
+	const u64 h = mix64(mix64(mix64(seed) ^ static_cast<u64>(iter)) ^ static_cast<u64>(i));
+	const double u = static_cast<double>(h >> 11) / static_cast<double>(1ULL << 53); // [0, 1)
+	return base * (1 + noise_pct / 100 * (2 * u - 1));
+}
+
 void Workload::validate() const
 {
 	auto bad = [&](const std::string &why) {
@@ -54,6 +74,8 @@ void Workload::validate() const
 		bad("no tasks");
 	if (n > 64)
 		bad("at most 64 tasks");
+	if (!(noise_pct >= 0 && noise_pct < 100))
+		bad("noise_pct must be within 0..100 (exclusive)");
 	for (size_t i = 0; i < phases.size(); i++) {
 		if (phases[i].loads_ms.size() != n)
 			bad("every phase must give a load for each of the " + std::to_string(n) +
@@ -149,9 +171,9 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 				adopt(i);
 		}
 		for (int i = 0; i < n; i++) {
-			c[i].remaining = static_cast<u64>(std::llround(w.phase_at(it).loads_ms[i] *
-								       kNsPerMs)) *
-					 HPC_SMT_SCALE;
+			c[i].remaining =
+				static_cast<u64>(std::llround(w.load_ms(it, i) * kNsPerMs)) *
+				HPC_SMT_SCALE;
 			c[i].computing = true;
 			c[i].iter_comp = 0;
 			r.tasks[i].prio.push_back(c[i].prio);
@@ -259,7 +281,9 @@ double ideal_time_s(const Workload &w)
 	const int n = w.ntasks();
 	double total = 0;
 	for (int it = 0; it < w.iterations; it++) {
-		const auto &l = w.phase_at(it).loads_ms;
+		std::vector<double> l(n);
+		for (int i = 0; i < n; i++)
+			l[i] = w.load_ms(it, i);
 		double iter = 0;
 		for (int i = 0; i < n; i += 2) {
 			double core;

@@ -40,10 +40,17 @@ struct Workload {
 	int iterations = 0;
 	WaitMode wait = WaitMode::Spin;
 	std::vector<Phase> phases;
+	// Per-iteration noise: each task's load in each iteration is scaled by
+	// 1 + u, u uniform in [-noise_pct, +noise_pct] %, drawn from `seed`
+	// (deterministic: the same spec gives the same run).
+	double noise_pct = 0;
+	uint64_t seed = 1;
 
 	int ntasks() const { return static_cast<int>(phases.front().loads_ms.size()); }
 	const Phase &phase_at(int iter) const;
 	int phase_index(int iter) const;
+	// Task i's load in iteration iter, in ms, noise included.
+	double load_ms(int iter, int i) const;
 	// Throws std::invalid_argument with a clear message on a bad workload.
 	void validate() const;
 };

@@ -5,6 +5,7 @@
 #include "report.hpp"
 #include "sim.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -114,11 +115,13 @@ TEST(Heuristics, MetBenchVarRebalancesAfterEveryReversal)
 	for (size_t ph = 0; ph < 3; ph++) {
 		EXPECT_GE(c.settle_uniform[ph], 0) << "Uniform never re-balanced phase " << ph;
 		EXPECT_GE(c.settle_adaptive[ph], 0) << "Adaptive never re-balanced phase " << ph;
-		// Adaptive follows the last iteration: two decisions per reversal.
+		// Two iterations per reversal for either heuristic: the raised
+		// task that now waits most of the iteration for its busy sibling
+		// drops its lead at once, whatever its history (Uniform's global
+		// utilisation alone would keep it high for 6 and 13 iterations).
 		EXPECT_LE(c.settle_adaptive[ph], 2) << "phase " << ph;
+		EXPECT_LE(c.settle_uniform[ph], 2) << "phase " << ph;
 	}
-	// Uniform's global history makes it slower after each reversal.
-	EXPECT_GT(c.settle_uniform[1], c.settle_adaptive[1]);
 	// Stable once settled: at most one more step (the last of a two-step
 	// climb may land inside the 2 % band), then no change until the next
 	// reversal.
@@ -148,6 +151,79 @@ TEST(Heuristics, BalancedPairsNeverChangePriority)
 		EXPECT_EQ(r.prio_changes, 0) << mode_name(m);
 		EXPECT_EQ(final_prios(r), std::vector<uint32_t>(4, HPC_PRIO_NORMAL));
 	}
+}
+
+// Four equal loads of 100 ms with +-noise % per iteration, 200 iterations.
+Comparison balanced_noisy(double noise, uint64_t seed)
+{
+	json spec = {{"iterations", 200},
+		     {"loads_ms", {100, 100, 100, 100}},
+		     {"noise_pct", noise},
+		     {"seed", seed}};
+	return compare(workload_from_json(spec), defaults());
+}
+
+// Tasks 2k, 2k+1 share core k: never both above min_prio (a raised pair is
+// an equal pair with less room).
+void expect_one_raised_per_core(const RunResult &r, uint32_t min_prio, const std::string &what)
+{
+	for (size_t k = 0; k + 1 < r.tasks.size(); k += 2)
+		for (size_t i = 0; i < r.tasks[k].prio.size(); i++)
+			EXPECT_FALSE(r.tasks[k].prio[i] > min_prio &&
+				     r.tasks[k + 1].prio[i] > min_prio)
+				<< what << ": core " << k / 2 << " iteration " << i << " at ("
+				<< r.tasks[k].prio[i] << "," << r.tasks[k + 1].prio[i] << ")";
+}
+
+// A balanced application with per-iteration noise (every task's load drawn
+// each iteration within +-10 % and +-25 % of the same mean; at +-25 % one
+// iteration in eight leaves a task below low_util): no heuristic changes any
+// priority, so every one runs in the baseline's time. The rule before the
+// dead band raised a context on one noisy iteration and oscillated (Adaptive
+// 1.4-1.65x the baseline's time at +-25 %).
+TEST(Heuristics, BalancedNoisyWorkloadKeepsEqualPriorities)
+{
+	for (double noise : {10.0, 25.0})
+		for (uint64_t seed = 1; seed <= 5; seed++) {
+			const Comparison c = balanced_noisy(noise, seed);
+			const std::string what = "noise " + std::to_string(noise) + " % seed " +
+						 std::to_string(seed);
+			// The noise is real: some iteration leaves a task low.
+			if (noise > 20) {
+				double least = 100;
+				for (const auto &t : c.baseline.tasks)
+					for (double u : t.util_pct)
+						least = std::min(least, u);
+				EXPECT_LT(least, 65.0) << what;
+			}
+			for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+				EXPECT_EQ(r->prio_changes, 0) << r->label << " " << what;
+				EXPECT_LE(r->time_s, c.baseline.time_s * 1.01)
+					<< r->label << " " << what;
+			}
+		}
+}
+
+// Heavier noise (+-30 %, +-40 %: two low iterations in a row happen, and a
+// task's load varies 2.3x) may raise a context now and then, but never both
+// of a core; at +-30 % it costs at most 3 % (the rule before the dead band:
+// Uniform up to 1.3x, Adaptive 1.45-1.6x).
+TEST(Heuristics, HeavyNoiseNeverRaisesBothContexts)
+{
+	for (double noise : {30.0, 40.0})
+		for (uint64_t seed = 1; seed <= 5; seed++) {
+			const Comparison c = balanced_noisy(noise, seed);
+			const std::string what = "noise " + std::to_string(noise) + " % seed " +
+						 std::to_string(seed);
+			for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+				expect_one_raised_per_core(*r, defaults().min_prio,
+							   r->label + " " + what);
+				if (noise < 35) {
+					EXPECT_LE(r->time_s, c.baseline.time_s * 1.03)
+						<< r->label << " " << what;
+				}
+			}
+		}
 }
 
 TEST(Heuristics, BlockingWaitsLeaveLessToGain)
@@ -193,6 +269,28 @@ TEST(Simulator, Deterministic)
 	EXPECT_EQ(a.time_s, b.time_s);
 }
 
+TEST(Simulator, NoiseIsDeterministicAndBounded)
+{
+	json spec = {{"iterations", 50}, {"loads_ms", {100, 100}}, {"noise_pct", 10}};
+	const Workload w = workload_from_json(spec);
+	double lo = 1e9, hi = 0;
+	for (int it = 0; it < w.iterations; it++)
+		for (int i = 0; i < 2; i++) {
+			lo = std::min(lo, w.load_ms(it, i));
+			hi = std::max(hi, w.load_ms(it, i));
+		}
+	EXPECT_GE(lo, 90.0);
+	EXPECT_LE(hi, 110.0);
+	EXPECT_LT(lo, 95.0); // it does vary
+	EXPECT_GT(hi, 105.0);
+	EXPECT_NE(w.load_ms(0, 0), w.load_ms(0, 1));
+	const Workload same = workload_from_json(spec);
+	spec["seed"] = 2;
+	const Workload other = workload_from_json(spec);
+	EXPECT_EQ(w.load_ms(7, 1), same.load_ms(7, 1));
+	EXPECT_NE(w.load_ms(7, 1), other.load_ms(7, 1));
+}
+
 TEST(Simulator, OddTaskRunsAloneAtSingleThreadSpeed)
 {
 	json spec = {{"iterations", 3}, {"loads_ms", {10, 10, 30}}};
@@ -223,6 +321,10 @@ TEST(Spec, RejectsBadWorkloads)
 		 {"phases",
 		  {{{"from", 0}, {"loads_ms", {1, 2}}}, {{"from", 9}, {"loads_ms", {1, 2}}}}}},
 		{{"iterations", "five"}, {"loads_ms", {1, 2}}},
+		{{"iterations", 5}, {"loads_ms", {1, 2}}, {"noise_pct", -1}},
+		{{"iterations", 5}, {"loads_ms", {1, 2}}, {"noise_pct", 100}},
+		{{"iterations", 5}, {"loads_ms", {1, 2}}, {"noise_pct", "some"}},
+		{{"iterations", 5}, {"loads_ms", {1, 2}}, {"seed", -3}},
 	};
 	for (const auto &spec : bad)
 		EXPECT_THROW(workload_from_json(spec), std::invalid_argument) << spec.dump();

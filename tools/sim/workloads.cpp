@@ -85,8 +85,8 @@ Workload metbenchvar(const json &paper, int k)
 
 Workload workload_from_json(const json &spec)
 {
-	static const char *known[] = {"name", "description", "iterations",
-				      "wait", "phases",      "loads_ms"};
+	static const char *known[] = {"name",   "description", "iterations", "wait",
+				      "phases", "loads_ms",    "noise_pct",  "seed"};
 	if (!spec.is_object())
 		throw std::invalid_argument("workload spec: must be a JSON object");
 	for (auto it = spec.begin(); it != spec.end(); ++it) {
@@ -109,6 +109,12 @@ Workload workload_from_json(const json &spec)
 			w.wait = WaitMode::Block;
 		else
 			throw std::invalid_argument("workload spec: wait must be spin or block");
+		w.noise_pct = spec.value("noise_pct", 0.0);
+		if (spec.contains("seed") && !spec.at("seed").is_number_unsigned() &&
+		    !(spec.at("seed").is_number_integer() && spec.at("seed").get<int64_t>() >= 0))
+			throw std::invalid_argument(
+				"workload spec: seed must be a whole number >= 0");
+		w.seed = spec.value("seed", uint64_t{1});
 		if (spec.contains("phases") == spec.contains("loads_ms"))
 			throw std::invalid_argument(
 				"workload spec: give either loads_ms or phases (not both)");

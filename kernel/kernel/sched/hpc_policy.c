@@ -221,25 +221,109 @@ static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
 }
 
 /*
- * The rule. A low task (by the heuristic's utilisation: it waits a lot)
- * gives a step of priority back; a high task takes a step up only while the
- * task on its sibling context is low in its last iteration, i.e. waits for
- * it now. Everything else holds. Priority only matters
- * relative to the sibling, so two busy siblings are balanced whatever their
- * utilisation: raising either would only unbalance them again. This is what
- * keeps a balanced pair still (no oscillation), while a pair whose loads swap
- * re-balances in two decisions. One step per iteration bounds any overshoot.
+ * The rule. @own_class is the heuristic's class of the task (its history),
+ * @own_now the class of its own last (or open) iteration, @peer what
+ * hpc_peer_class() says of the sibling: the class of its last iteration,
+ * LOW only when it waits for us for sure, and HPC_PEER_RAISED when it runs
+ * above min_prio. In order:
+ *
+ * 1. The sibling raised: step down if raised too, else hold. Priority acts
+ *    only through the difference of the pair, so a pair at (5, 5) or (6, 6)
+ *    is (4, 4) with less room; it is brought back down, never kept, and
+ *    nobody is raised beside a raised sibling.
+ * 2. Raised, yet its last iteration waited for a busy sibling: the lead is
+ *    too large (a noisy iteration, or it was raised on noise): one step
+ *    down; if that wait was deep (HPC_CLASS_DEEP: the loads changed), the
+ *    lead is wrong: back to min_prio. A lead is rebuilt one step at a time.
+ * 3. Low by the heuristic (the task waits a lot): one step down.
+ * 4. High by the heuristic, and the sibling waits for us: one step up. A
+ *    lead is started (from min_prio) only on an unambiguous wait (not
+ *    HPC_PEER_UNSURE: deep, or confirmed by the iteration before, see
+ *    hpc_peer_class()) of a sibling while the task was busy in its last two
+ *    iterations, so that the noise of a balanced pair never raises anyone:
+ *    equal tasks keep equal priorities. A lead already taken grows on any
+ *    low iteration of the sibling, unless the task waited itself.
+ * 5. Anything else holds: a busy pair is a fixed point, at any difference.
+ *
+ * One step up per decision bounds any overshoot.
  */
-u32 hpc_decide(u32 prio, int own_class, int peer_class,
+u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 	       const struct hpc_params *p)
 {
+	int peer_class = hpc_class_of(peer);
+	int now_class = hpc_class_of(own_now);
+
 	prio = hpc_clamp(prio, p);
+	if (peer >= 0 && (peer & HPC_PEER_RAISED))
+		return prio > p->min_prio ? prio - 1 : prio;
+	if (now_class == HPC_CLASS_LOW && peer_class == HPC_CLASS_HIGH &&
+	    prio > p->min_prio)
+		return own_now & HPC_CLASS_DEEP ? p->min_prio : prio - 1;
 	if (own_class == HPC_CLASS_LOW && prio > p->min_prio)
 		return prio - 1;
-	if (own_class == HPC_CLASS_HIGH && peer_class == HPC_CLASS_LOW &&
-	    prio < p->max_prio)
+	if (own_class != HPC_CLASS_HIGH || peer_class != HPC_CLASS_LOW ||
+	    prio >= p->max_prio)
+		return prio;
+	if (prio > p->min_prio ? now_class != HPC_CLASS_LOW :
+	    now_class == HPC_CLASS_HIGH && !(peer & HPC_PEER_UNSURE))
 		return prio + 1;
 	return prio;
+}
+
+/*
+ * What the detector says of a sibling (snapshot @peer) whose judged
+ * iteration computed @run at utilisation @util, after an iteration at
+ * @before (HPC_UTIL_SCALE if none, or if it computed nothing): its class,
+ * with HPC_PEER_RAISED when it runs above min_prio or did before its last
+ * decision (a pair that steps down from (5, 5) one task after the other
+ * comes down to (4, 4), not (4, 5)). A low iteration is a wait for us only
+ * if (else MEDIUM)
+ *
+ * - the sibling ran it at min_prio, not raised: the wait of a raised task
+ *   comes from its own lead (rule 2 of hpc_decide() takes it back);
+ * - it computed something (at least min_wait_us): back-to-back waits,
+ *   e.g. MPI's start-up, are communication, not a share of a compute phase;
+ *
+ * and it carries HPC_PEER_UNSURE unless it is deep (below half of
+ * low_util: no noise halves a balanced task's share) or confirmed by the
+ * iteration before it (a wait that lasts): one noisy iteration of a
+ * balanced pair starts no lead.
+ */
+static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
+			   u32 before, const struct hpc_params *p)
+{
+	u32 low = p->low_util * (HPC_UTIL_SCALE / 100);
+	int class = hpc_classify(util, p);
+	int raised = peer->prio > p->min_prio || peer->prev_prio > p->min_prio ?
+		     HPC_PEER_RAISED : 0;
+
+	if (class != HPC_CLASS_LOW)
+		return class | raised;
+	if (run < (u64)p->min_wait_us * 1000 || raised)
+		return HPC_CLASS_MEDIUM | raised;
+	if (util >= low / 2 && before >= low)
+		return class | HPC_PEER_UNSURE;
+	return class;
+}
+
+/*
+ * The class of a task's own present, from its last (or open) iteration at
+ * @util after one at @before: HIGH only when both are high (busy in two
+ * iterations running, like the sibling's confirmed wait of
+ * hpc_peer_judged()), so that a task that was busy once does not take a step
+ * up; LOW on the one iteration, so that a lead it waits for is reduced at
+ * once, with HPC_CLASS_DEEP below half of low_util.
+ */
+static int hpc_own_now(u32 util, u32 before, const struct hpc_params *p)
+{
+	int class = hpc_classify(util, p);
+
+	if (class == HPC_CLASS_HIGH && hpc_classify(before, p) != HPC_CLASS_HIGH)
+		return HPC_CLASS_MEDIUM;
+	if (class == HPC_CLASS_LOW &&
+	    util < p->low_util * (HPC_UTIL_SCALE / 100) / 2)
+		return class | HPC_CLASS_DEEP;
+	return class;
 }
 
 void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
@@ -255,6 +339,7 @@ void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
 	t->judged_at = 0;
 	t->nr_judged = 0;
 	t->last_util = 0;
+	t->prev_util = HPC_UTIL_SCALE;
 	t->global_util = 0;
 	t->heur_util = 0;
 	t->prio = hpc_clamp(HPC_PRIO_NORMAL, p);
@@ -293,6 +378,9 @@ static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 	u64 total = run + wait;
 	u32 prev_global = t->global_util;
 
+	/* An iteration that computed nothing is no evidence of a wait. */
+	t->prev_util = t->last_run < (u64)p->min_wait_us * 1000 ?
+		       HPC_UTIL_SCALE : t->last_util;
 	t->last_run = run;
 	t->last_wait = wait;
 	t->last_util = hpc_util(run, total);
@@ -305,6 +393,7 @@ static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 
 	t->prev_prio = t->prio;
 	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
+			     hpc_own_now(t->last_util, t->prev_util, p),
 			     peer_class, p);
 
 	t->iter_start = now;
@@ -380,8 +469,11 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 	t->judged_at = peer->iter_start;
 	t->nr_judged++;
 	t->prev_prio = t->prio;
+	/* Busy through the sibling's whole iteration and overdue: confirmed. */
 	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
-			     hpc_classify(peer->last_util, p), p);
+			     hpc_classify(live, p),
+			     hpc_peer_judged(peer, peer->last_run, peer->last_util,
+					     peer->prev_util, p), p);
 	return 1;
 }
 
@@ -403,15 +495,19 @@ u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p)
  * earlier), that iteration is the answer, also when the sibling has since
  * computed and gone back to sleep before our wake-up was handled; otherwise
  * its open iteration is judged as if it closed now: a sibling that has been
- * computing all along is high, one that has been waiting is low.
+ * computing all along is high, one that has been waiting is low. Either is
+ * LOW only under the conditions of hpc_peer_judged(), and carries
+ * HPC_PEER_RAISED when the sibling runs above min_prio (hpc_decide()).
  */
 int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 		   const struct hpc_params *p)
 {
 	u64 run, total;
+	u32 before;
 
 	if (peer->nr_iter && peer->iter_start >= since)
-		return hpc_classify(peer->last_util, p);
+		return hpc_peer_judged(peer, peer->last_run, peer->last_util,
+				       peer->prev_util, p);
 
 	run = peer->cur_run;
 	if (peer->state == HPC_TASK_RUNNABLE)
@@ -419,5 +515,7 @@ int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 	total = hpc_since(now, peer->iter_start);
 	if (!total)
 		return HPC_CLASS_NONE;
-	return hpc_classify(hpc_util(run, total), p);
+	before = peer->nr_iter && peer->last_run >= (u64)p->min_wait_us * 1000 ?
+		 peer->last_util : HPC_UTIL_SCALE;
+	return hpc_peer_judged(peer, run, hpc_util(run, total), before, p);
 }

@@ -130,6 +130,25 @@ enum hpc_class {
 };
 
 /*
+ * Flags on a class passed to hpc_decide(). HPC_PEER_RAISED: set in what
+ * hpc_peer_class() returns when the sibling runs above min_prio, or did
+ * before its last decision (a pair keeps at most one raised context).
+ * HPC_PEER_UNSURE: on the sibling's low iteration when it is neither deep
+ * nor confirmed by the one before (it may be noise). HPC_CLASS_DEEP: on the
+ * task's own low iteration, below half of low_util. The class is the rest
+ * (hpc_class_of()).
+ */
+#define HPC_PEER_RAISED		0x100
+#define HPC_CLASS_DEEP		0x200
+#define HPC_PEER_UNSURE		0x400
+
+static inline int hpc_class_of(int c)
+{
+	return c < 0 ? c : (c & ~(HPC_PEER_RAISED | HPC_CLASS_DEEP |
+				  HPC_PEER_UNSURE));
+}
+
+/*
  * Per-task iteration state. Timestamps are in ns from any monotonic clock.
  * The fields up to @state are what a sibling context reads to judge this
  * task (see hpc_peer_class()): the whole structure can be copied as a
@@ -147,6 +166,7 @@ struct hpc_task {
 	u64 judged_at;		/* sibling's iter_start it was last judged on */
 	u64 nr_judged;		/* judgements by hpc_task_sibling_judge() */
 	u32 last_util;		/* U of the last closed iteration */
+	u32 prev_util;		/* U of the one before (see hpc_peer_class()) */
 	u32 global_util;	/* U over all closed iterations */
 	u32 heur_util;		/* what the heuristic decided on */
 	u32 prio;		/* priority for the next compute phase */
@@ -166,7 +186,7 @@ u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
 
 u32 hpc_util(u64 run, u64 total);
 int hpc_classify(u32 util, const struct hpc_params *p);
-u32 hpc_decide(u32 prio, int own_class, int peer_class,
+u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 	       const struct hpc_params *p);
 int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 		   const struct hpc_params *p);
