@@ -14,7 +14,8 @@
 #  4. weight mode on a balanced MetBench against no hpcd at all (hpcd's tree
 #     at its default weight: as much CPU as the tasks had without it);
 #  5. a balanced application (bench/balanced: BT-MZ class A's balance, 4
-#     ranks of nearly equal work with per-step noise, neighbour exchange):
+#     ranks of nearly equal work with per-step noise, neighbour exchange;
+#     its Fortran build, monitored through libhpcmon's Fortran wrappers):
 #     baseline, Uniform, Adaptive; each heuristic must lose nothing (its
 #     ratio to the baseline at most 1.02).
 #
@@ -33,7 +34,10 @@ out=${2:-$build/bench-results}
 reps=${BENCH_REPEAT:-5} loads=${BENCH_LOADS:-500,2000,500,2000} iters=${BENCH_ITERATIONS:-20}
 k=${BENCH_K:-15} balanced=${BENCH_BALANCED:-1250,1250,1250,1250} calls=${BENCH_CALLS:-200000}
 app_args=${BENCH_APP_ARGS:---steps 200 --work 4000 --noise 5} only=${BENCH_ONLY:-}
-app=$build/bench/balanced/balanced
+# The Fortran build (use mpi), as BT-MZ is written; the C one where no
+# Fortran compiler was found.
+app=$build/bench/balanced/balanced-f
+[ -x "$app" ] || app=$build/bench/balanced/balanced
 for e in $only; do
 	case $e in
 	metbench | metbenchvar | metbench-sleep | metbench-spin | balanced | balanced-app | overhead) ;;
