@@ -187,10 +187,9 @@ void read_header(const json &j, Trace &t)
 // A task sampled from /proc that the monitor now reports (a launcher's rank
 // that said hello once MPI_Init ran): hpcd starts its history again, and so
 // does the trace. Its sampled iterations (the MPI start-up) are dropped.
-uint64_t drop_sampled(Trace &t, int pid)
+void drop_sampled(Trace &t, int pid)
 {
 	std::erase_if(t.iters, [pid](const Iter &i) { return i.pid == pid; });
-	return 0;
 }
 
 } // namespace
@@ -246,8 +245,10 @@ std::optional<Trace> read(std::istream &in, std::string &err)
 				if (it == t.tasks.end()) {
 					t.tasks.push_back(ti);
 				} else {
-					if (it->source == "proc" && ti.source == "monitor")
-						last_iter[ti.pid] = drop_sampled(t, ti.pid);
+					if (it->source == "proc" && ti.source == "monitor") {
+						drop_sampled(t, ti.pid);
+						last_iter.erase(ti.pid);
+					}
 					// Listed again (re-paired, turned out a rank): the
 					// newest description, the first priority.
 					ti.prio = it->prio ? it->prio : ti.prio;
