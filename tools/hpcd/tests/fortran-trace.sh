@@ -5,8 +5,10 @@
 # tools/hpcmon/tests/fortran/), NP ranks, NITER iterations in which rank r
 # computes r * UNIT_MS. Checked per program and MPI: the trace adopted every
 # rank, each monitored by libhpcmon (no "unmonitored" warning), hpcctl report
-# reads the trace and lists every rank P0..P(NP-1) with NITER iterations, and
-# the heaviest rank computes a larger share than rank 0. TAP output.
+# reads the trace and lists every rank P0..P(NP-1) with exactly the iterations
+# libhpcmon counted for it (a rank on the critical path, which hardly waits,
+# closes fewer than NITER, possibly none), and a heavier rank computes a larger
+# share than rank 0. TAP output.
 #
 # usage: fortran-trace.sh BUILD_DIR   (needs BUILD_DIR/tools/hpcd/{hpcd,hpcctl},
 #        the Fortran programs and libhpcmon in BUILD_DIR and BUILD_DIR/mpich)
@@ -80,9 +82,11 @@ one() { # MPI BINDING PROGRAM-DIR NAME
 	check "$mpi, $binding: report lists every rank ($ranks)" test "$ranks" = "0 1 2"
 	check "$mpi, $binding: each rank's iterations as libhpcmon counted them ($iters / $mon)" \
 		test -n "$mon" -a "$iters" = "$mon"
-	# Rank NP-1 computes (NP-1) * UNIT_MS an iteration, rank 0 nothing.
-	check "$mpi, $binding: the heavy rank computes a larger share than rank 0 ($(tr '\n' ';' <<< "$rows"))" \
-		awk -v n=$((NP - 1)) '$1 == 0 { c0 = $3 + 0 } $1 == n { cn = $3 + 0 } END { exit !(cn > c0 + 20) }' <<< "$rows"
+	# Rank r computes r * UNIT_MS an iteration, rank 0 nothing. The heaviest
+	# rank may never wait long enough to close an iteration (it is the one
+	# the others wait for): the heaviest rank that closed any is compared.
+	check "$mpi, $binding: a heavier rank computes a larger share than rank 0 ($(tr '\n' ';' <<< "$rows"))" \
+		awk '$1 == 0 { c0 = $3 + 0 } $1 > 0 && $2 > 0 { cn = $3 + 0 } END { exit !(cn > c0 + 20) }' <<< "$rows"
 }
 
 for mpi in openmpi mpich; do
