@@ -81,6 +81,8 @@ HPC_STATIC int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 HPC_STATIC u32 hpc_smt_decode_share(u32 own, u32 sib);
 HPC_STATIC u32 hpc_smt_share_speed(u32 share);
 HPC_STATIC u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
+HPC_STATIC u32 hpc_smt_real_duty(u32 own, u32 sib);
+HPC_STATIC u32 hpc_smt_real_speed(u32 own, u32 sib);
 
 /*
  * BPF calls take at most five arguments and the core's static hpc_close()

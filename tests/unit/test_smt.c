@@ -2,8 +2,9 @@
 /*
  * SMT throughput model (hpc_smt.c): the POWER5 decode split of
  * paper-tables.json power5_decode_split, the shape of the share -> speed map,
- * the special priorities, and the calibration against MetBench (paper
- * Table III).
+ * the special priorities, the calibration against MetBench (paper
+ * Table III), and the duty that holds back the lighter of two real SMT
+ * siblings (x86 Hyper-Threading) so that their speeds keep the model's ratio.
  */
 #include "hpc_test.h"
 
@@ -321,6 +322,244 @@ static void calibration_metbench_static_gain(void **state)
 	(void)state;
 }
 
+/*
+ * Real 2-way SMT core (hpc_smt_real_duty/_speed): a thread held to a duty q
+ * of the period runs at q * s2 (its sibling always busy), the sibling that
+ * is not held back at q * s2 + (1 - q) (alone the rest of the time), with
+ * s2 = HPC_SMT_REAL_DUAL_SPEED. These helpers compute that in floating
+ * point, independently of the closed form in hpc_smt.c.
+ */
+static double real_v_lo(double q)
+{
+	return q * HPC_SMT_REAL_DUAL_SPEED / HPC_SMT_SCALE;
+}
+
+static double real_v_hi(double q)
+{
+	return q * HPC_SMT_REAL_DUAL_SPEED / HPC_SMT_SCALE + (1.0 - q);
+}
+
+static double real_ratio(double q)
+{
+	return real_v_hi(q) / real_v_lo(q);
+}
+
+/* The POWER5 model's speed ratio of @hi over @lo, both busy. */
+static double model_ratio(u32 hi, u32 lo)
+{
+	return (double)speed(hi, lo) / speed(lo, hi);
+}
+
+/* The figure: SMT pays (two threads do more than one), each is slower. */
+static void real_dual_speed_range(void **state)
+{
+	assert_true(HPC_SMT_REAL_DUAL_SPEED < HPC_SMT_SCALE);
+	assert_true(2 * HPC_SMT_REAL_DUAL_SPEED > HPC_SMT_SCALE);
+	(void)state;
+}
+
+/*
+ * No throttle at an equal or higher priority; at equal priorities both
+ * threads co-run all the time at s2.
+ */
+static void real_duty_equal_or_higher(void **state)
+{
+	u32 a, b;
+
+	for (a = HPC_SMT_EMUL_PRIO_MIN; a <= HPC_SMT_EMUL_PRIO_MAX; a++) {
+		for (b = HPC_SMT_EMUL_PRIO_MIN; b <= a; b++)
+			assert_int_equal(hpc_smt_real_duty(a, b), HPC_SMT_SCALE);
+		assert_int_equal(hpc_smt_real_speed(a, a), HPC_SMT_REAL_DUAL_SPEED);
+	}
+	(void)state;
+}
+
+/*
+ * Only the lighter thread is held back, and the more so the wider the gap:
+ * the duty never grows as the gap grows, and falls strictly wherever the
+ * POWER5 model's ratio grows strictly (r1 < r2 compared as products).
+ */
+static void real_duty_falls_with_gap(void **state)
+{
+	u32 lo, hi, nr_strict = 0;
+
+	for (lo = HPC_SMT_EMUL_PRIO_MIN; lo <= HPC_SMT_EMUL_PRIO_MAX; lo++) {
+		for (hi = lo + 1; hi <= HPC_SMT_EMUL_PRIO_MAX; hi++) {
+			u32 q = hpc_smt_real_duty(lo, hi);
+
+			assert_true(q >= 1 && q < HPC_SMT_SCALE);
+			/* Raise the heavier one. */
+			if (hi < HPC_SMT_EMUL_PRIO_MAX) {
+				u32 q2 = hpc_smt_real_duty(lo, hi + 1);
+
+				assert_true(q2 <= q);
+				if (speed(hi, lo) * speed(lo, hi + 1) <
+				    speed(hi + 1, lo) * speed(lo, hi)) {
+					if (q2 >= q)
+						fail_msg("(%u,%u) %u -> (%u,%u) %u",
+							 lo, hi, q, lo, hi + 1, q2);
+					nr_strict++;
+				}
+			}
+			/* Lower the lighter one. */
+			if (lo > HPC_SMT_EMUL_PRIO_MIN) {
+				u32 q2 = hpc_smt_real_duty(lo - 1, hi);
+
+				assert_true(q2 <= q);
+				if (speed(hi, lo) * speed(lo - 1, hi) <
+				    speed(hi, lo - 1) * speed(lo, hi)) {
+					if (q2 >= q)
+						fail_msg("(%u,%u) %u -> (%u,%u) %u",
+							 lo, hi, q, lo - 1, hi, q2);
+					nr_strict++;
+				}
+			}
+		}
+	}
+	/*
+	 * Above the background priority 1 the decode split changes with
+	 * every step of the gap: all 2 * (3 + 2 + 1) steps among 2..6 are
+	 * strict.
+	 */
+	for (lo = 2; lo < HPC_SMT_EMUL_PRIO_MAX; lo++)
+		for (hi = lo + 1; hi <= HPC_SMT_EMUL_PRIO_MAX; hi++) {
+			if (hi < HPC_SMT_EMUL_PRIO_MAX)
+				assert_true(hpc_smt_real_duty(lo, hi + 1) <
+					    hpc_smt_real_duty(lo, hi));
+			if (lo > 2)
+				assert_true(hpc_smt_real_duty(lo - 1, hi) <
+					    hpc_smt_real_duty(lo, hi));
+		}
+	assert_true(nr_strict >= 2 * (3 + 2 + 1));
+	(void)state;
+}
+
+/*
+ * The speed ratio under the duty is the POWER5 model's, for every pair of
+ * the emulation range, within the duty's rounding: the ratio falls as q
+ * grows, so the model's ratio must lie between the ratios at q + 1/2 and
+ * q - 1/2 permille (q is the nearest permille). hpc_smt_real_speed() is
+ * the model's speeds at q, rounded to the nearest permille.
+ */
+static void real_ratio_matches_model(void **state)
+{
+	u32 lo, hi, nr = 0;
+
+	for (lo = HPC_SMT_EMUL_PRIO_MIN; lo <= HPC_SMT_EMUL_PRIO_MAX; lo++) {
+		for (hi = lo + 1; hi <= HPC_SMT_EMUL_PRIO_MAX; hi++) {
+			u32 q = hpc_smt_real_duty(lo, hi);
+			double qf = (double)q / HPC_SMT_SCALE;
+			double half = 0.5 / HPC_SMT_SCALE;
+			double r = model_ratio(hi, lo);
+			double v_lo = HPC_SMT_SCALE * real_v_lo(qf);
+			double v_hi = HPC_SMT_SCALE * real_v_hi(qf);
+
+			print_message("# (%u,%u): duty %u, speeds %u/%u, ratio %.3f, model %.3f\n",
+				      hi, lo, q, hpc_smt_real_speed(hi, lo),
+				      hpc_smt_real_speed(lo, hi), v_hi / v_lo, r);
+			if (r > real_ratio(qf - half) || r < real_ratio(qf + half))
+				fail_msg("(%u,%u): duty %u gives ratio %.4f, model %.4f",
+					 hi, lo, q, v_hi / v_lo, r);
+			if (hpc_smt_real_speed(lo, hi) + 0.5 < v_lo ||
+			    hpc_smt_real_speed(lo, hi) - 0.5 > v_lo ||
+			    hpc_smt_real_speed(hi, lo) + 0.5 < v_hi ||
+			    hpc_smt_real_speed(hi, lo) - 0.5 > v_hi)
+				fail_msg("(%u,%u): speeds %u/%u, model %.2f/%.2f",
+					 hi, lo, hpc_smt_real_speed(hi, lo),
+					 hpc_smt_real_speed(lo, hi), v_hi, v_lo);
+			nr++;
+		}
+	}
+	assert_int_equal(nr, 5 + 4 + 3 + 2 + 1);
+	(void)state;
+}
+
+/*
+ * What the heavier thread gets: at least s2 and at most a core to itself;
+ * the lighter one at most s2. Together they never do less than one thread
+ * alone and never more than both co-running all the time.
+ */
+static void real_speed_bounds(void **state)
+{
+	u32 lo, hi;
+
+	for (lo = HPC_SMT_EMUL_PRIO_MIN; lo <= HPC_SMT_EMUL_PRIO_MAX; lo++) {
+		for (hi = lo + 1; hi <= HPC_SMT_EMUL_PRIO_MAX; hi++) {
+			u32 v_hi = hpc_smt_real_speed(hi, lo);
+			u32 v_lo = hpc_smt_real_speed(lo, hi);
+
+			assert_true(v_hi > HPC_SMT_REAL_DUAL_SPEED);
+			assert_true(v_hi <= HPC_SMT_SCALE);
+			assert_true(v_lo < HPC_SMT_REAL_DUAL_SPEED);
+			assert_true(v_lo > 0);
+			assert_true(v_hi + v_lo >= HPC_SMT_SCALE);
+			assert_true(v_hi + v_lo <= 2 * HPC_SMT_REAL_DUAL_SPEED);
+		}
+	}
+	(void)state;
+}
+
+/*
+ * The table of Documentation/scheduler/sched-hpc-policy.rst ("Real SMT
+ * siblings"): duty of the lighter thread at priority 4, speeds of both.
+ */
+static void real_doc_table(void **state)
+{
+	static const u32 rows[][4] = {
+		/* heavier, duty, heavier's speed, lighter's speed */
+		{ 4, 1000, 650, 650 },
+		{ 5, 567, 802, 369 },
+		{ 6, 339, 881, 220 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(hpc_smt_real_duty(4, rows[i][0]), rows[i][1]);
+		assert_int_equal(hpc_smt_real_duty(rows[i][0], 4), HPC_SMT_SCALE);
+		assert_int_equal(hpc_smt_real_speed(rows[i][0], 4), rows[i][2]);
+		assert_int_equal(hpc_smt_real_speed(4, rows[i][0]), rows[i][3]);
+	}
+	(void)state;
+}
+
+/*
+ * Any u32 priority: the result stays in 1..1000 (speed 0..1000), and a
+ * priority outside the emulation range counts as the nearer end of it.
+ */
+static void real_extremes(void **state)
+{
+	static const u32 prios[] = {
+		0, 1, 2, 3, 4, 5, 6, 7, 8, 100, 0x7fffffffU, 0x80000000U,
+		UINT32_MAX - 1, UINT32_MAX,
+	};
+	const unsigned int n = sizeof(prios) / sizeof(prios[0]);
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < n; j++) {
+			u32 a = prios[i], b = prios[j];
+			u32 ca = a < HPC_SMT_EMUL_PRIO_MIN ? HPC_SMT_EMUL_PRIO_MIN :
+				 a > HPC_SMT_EMUL_PRIO_MAX ? HPC_SMT_EMUL_PRIO_MAX : a;
+			u32 cb = b < HPC_SMT_EMUL_PRIO_MIN ? HPC_SMT_EMUL_PRIO_MIN :
+				 b > HPC_SMT_EMUL_PRIO_MAX ? HPC_SMT_EMUL_PRIO_MAX : b;
+			u32 q = hpc_smt_real_duty(a, b);
+
+			assert_true(q >= 1 && q <= HPC_SMT_SCALE);
+			assert_int_equal(q, hpc_smt_real_duty(ca, cb));
+			if (a >= b)
+				assert_int_equal(q, HPC_SMT_SCALE);
+			assert_true(hpc_smt_real_speed(a, b) <= HPC_SMT_SCALE);
+			assert_int_equal(hpc_smt_real_speed(a, b),
+					 hpc_smt_real_speed(ca, cb));
+		}
+	}
+	/* The widest gap of the range: throttled hard, never to nothing. */
+	assert_true(hpc_smt_real_duty(0, UINT32_MAX) >= 1);
+	assert_true(hpc_smt_real_duty(0, UINT32_MAX) <
+		    hpc_smt_real_duty(2, HPC_SMT_EMUL_PRIO_MAX));
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +574,13 @@ int main(void)
 		cmocka_unit_test(calibration_d2_wins_most),
 		cmocka_unit_test(calibration_metbench_best_static),
 		cmocka_unit_test(calibration_metbench_static_gain),
+		cmocka_unit_test(real_dual_speed_range),
+		cmocka_unit_test(real_duty_equal_or_higher),
+		cmocka_unit_test(real_duty_falls_with_gap),
+		cmocka_unit_test(real_ratio_matches_model),
+		cmocka_unit_test(real_speed_bounds),
+		cmocka_unit_test(real_doc_table),
+		cmocka_unit_test(real_extremes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

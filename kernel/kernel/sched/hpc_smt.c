@@ -96,3 +96,71 @@ u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy)
 		return 0;
 	return hpc_smt_share_speed(hpc_smt_decode_share(own, sib));
 }
+
+/*
+ * Real 2-way SMT core (x86 Hyper-Threading). The hardware gives two busy
+ * threads the same speed s2 = HPC_SMT_REAL_DUAL_SPEED; the only lever left
+ * is time. The lighter thread may run for a duty q of every bandwidth
+ * period, the heavier one runs all the time, alone for the rest of it:
+ *
+ *	v_lo = q * s2,	v_hi = q * s2 + (1 - q)	(single-thread speed = 1)
+ *
+ * Their ratio is the POWER5 model's, r = hpc_smt_speed(hi, lo, true) /
+ * hpc_smt_speed(lo, hi, true) = P_hi / P_lo, when v_hi / v_lo = r:
+ *
+ *	q = 1 / (1 + s2 * (r - 1)) = P_lo / (P_lo + s2 * (P_hi - P_lo))
+ *
+ * Priorities outside HPC_SMT_EMUL_PRIO_MIN..MAX count as the nearer end:
+ * a budget can neither switch a thread off nor give it the whole core.
+ */
+
+/*
+ * Permille of every bandwidth period that a context at priority @own may
+ * run while its sibling hardware thread is busy at priority @sib: 1000 at
+ * an equal or higher priority, else the duty above, rounded to the nearest
+ * permille and at least 1.
+ */
+u32 hpc_smt_real_duty(u32 own, u32 sib)
+{
+	u32 lo, hi, num, den, q;
+
+	if (own < HPC_SMT_EMUL_PRIO_MIN)
+		own = HPC_SMT_EMUL_PRIO_MIN;
+	if (own > HPC_SMT_EMUL_PRIO_MAX)
+		own = HPC_SMT_EMUL_PRIO_MAX;
+	if (sib < HPC_SMT_EMUL_PRIO_MIN)
+		sib = HPC_SMT_EMUL_PRIO_MIN;
+	if (sib > HPC_SMT_EMUL_PRIO_MAX)
+		sib = HPC_SMT_EMUL_PRIO_MAX;
+	if (own >= sib)
+		return HPC_SMT_SCALE;
+
+	lo = hpc_smt_speed(own, sib, true);
+	hi = hpc_smt_speed(sib, own, true);
+	if (hi > HPC_SMT_SCALE)
+		hi = HPC_SMT_SCALE;
+	if (hi <= lo)
+		return HPC_SMT_SCALE;
+	/* lo < hi <= 1000: num <= 10^9, den <= 10^6, no overflow in u32. */
+	num = HPC_SMT_SCALE * HPC_SMT_SCALE * lo;
+	den = HPC_SMT_SCALE * lo + HPC_SMT_REAL_DUAL_SPEED * (hi - lo);
+	q = (num + den / 2) / den;
+	return q ? q : 1;
+}
+
+/*
+ * Speed (permille of single-thread speed) of a context at priority @own
+ * whose sibling hardware thread is busy at priority @sib, both running
+ * under hpc_smt_real_duty(): s2 while both run, 1000 while @own runs alone.
+ */
+u32 hpc_smt_real_speed(u32 own, u32 sib)
+{
+	u32 q_own = hpc_smt_real_duty(own, sib);
+	u32 q_sib = hpc_smt_real_duty(sib, own);
+	u32 both = q_own < q_sib ? q_own : q_sib;
+
+	/* <= 1000 * 1000 + 1000 * 650 + 500: no overflow in u32. */
+	return (both * HPC_SMT_REAL_DUAL_SPEED +
+		(q_own - both) * HPC_SMT_SCALE + HPC_SMT_SCALE / 2) /
+	       HPC_SMT_SCALE;
+}

@@ -34,4 +34,17 @@ u32 hpc_smt_decode_share(u32 own, u32 sib);
 u32 hpc_smt_share_speed(u32 share);
 u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
 
+/*
+ * Real 2-way SMT core (x86 Hyper-Threading), which has no thread
+ * priorities: the speed of each hardware thread while both are busy, in
+ * permille of single-thread speed. Marr et al., "Hyper-Threading
+ * Technology Architecture and Microarchitecture", Intel Technology
+ * Journal 6(1), 2002: up to 30 % more throughput from the two threads of
+ * a core than from one, i.e. 1300 / 2 per thread.
+ */
+#define HPC_SMT_REAL_DUAL_SPEED	650U
+
+u32 hpc_smt_real_duty(u32 own, u32 sib);
+u32 hpc_smt_real_speed(u32 own, u32 sib);
+
 #endif /* _KERNEL_SCHED_HPC_SMT_H */
