@@ -18,15 +18,27 @@
 #     its Fortran build, monitored through libhpcmon's Fortran wrappers):
 #     baseline, Uniform, Adaptive; each heuristic must lose nothing (its
 #     ratio to the baseline at most 1.02).
+#  6. what a user compares: the same program under plain mpirun (neither
+#     hpcd nor the monitor) and under hpcd in each mode, every way's ratio to
+#     plain mpirun in the same round (rounds alternate the order of the
+#     ways), with libhpcmon's default waits and hpcd's tree at its default
+#     weight: the balanced application with as many ranks as CPUs and with
+#     twice as many, and MetBench (loads BENCH_LOADS, a master and 4
+#     workers) with Open MPI's yielding waits (its default when ranks
+#     outnumber CPUs) and with polling ones (--mca mpi_yield_when_idle 0).
+#     Ways: plain, weight (the default mode), and the SMT emulation
+#     (smt-emul) with every rank at priority 4, Uniform and Adaptive.
 #
 # usage: bench.sh BUILD_DIR [OUT_DIR]        (as root: hpcd creates cgroups)
 # env:   BENCH_REPEAT (5)  BENCH_LOADS (500,2000,500,2000)  BENCH_ITERATIONS (20)
 #        BENCH_K (15)  BENCH_BALANCED (1250,1250,1250,1250)  BENCH_CALLS (200000)
 #        BENCH_APP_ARGS (--steps 200 --work 4000 --noise 5: the balanced
-#        application's)
+#        application's)  BENCH_REAL_ARGS (--steps 200 --work 2000 --noise 5:
+#        the balanced application's in 6.)
 #        BENCH_ONLY: run only these entries (space-separated: metbench
 #        metbenchvar metbench-sleep metbench-spin balanced balanced-app
-#        overhead); default all
+#        overhead real-balanced real-balanced-over real-imbalanced-yield
+#        real-imbalanced-poll); default all
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: bench.sh BUILD_DIR [OUT_DIR]}
@@ -34,6 +46,7 @@ out=${2:-$build/bench-results}
 reps=${BENCH_REPEAT:-5} loads=${BENCH_LOADS:-500,2000,500,2000} iters=${BENCH_ITERATIONS:-20}
 k=${BENCH_K:-15} balanced=${BENCH_BALANCED:-1250,1250,1250,1250} calls=${BENCH_CALLS:-200000}
 app_args=${BENCH_APP_ARGS:---steps 200 --work 4000 --noise 5} only=${BENCH_ONLY:-}
+real_args=${BENCH_REAL_ARGS:---steps 200 --work 2000 --noise 5}
 # The Fortran build (use mpi), as BT-MZ is written; the C one where no
 # Fortran compiler was found.
 app=$build/bench/balanced/balanced-f
@@ -41,6 +54,7 @@ app=$build/bench/balanced/balanced-f
 for e in $only; do
 	case $e in
 	metbench | metbenchvar | metbench-sleep | metbench-spin | balanced | balanced-app | overhead) ;;
+	real-balanced | real-balanced-over | real-imbalanced-yield | real-imbalanced-poll) ;;
 	*) echo "bench: BENCH_ONLY: unknown entry '$e'" >&2; exit 1 ;;
 	esac
 done
@@ -86,6 +100,18 @@ for r in $(seq "$reps"); do
 	! want metbench-spin || ways metbench-spin "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=spin
 	! want balanced || ways balanced "$r" WAYS="none weight" LOADS="$balanced" ITERATIONS="$iters" GROUP_WEIGHT=
 	! want balanced-app || ways balanced-app "$r" PROGRAM="$app" NP=4 PROGRAM_ARGS="$app_args"
+	# 6. against plain mpirun; odd rounds in one order, even ones reversed.
+	rw="plain weight baseline uniform adaptive"
+	[ $((r % 2)) -eq 1 ] || rw="adaptive uniform baseline weight plain"
+	real=(WAYS="$rw" EMUL_WAITS=auto GROUP_WEIGHT=)
+	! want real-balanced || ways real-balanced "$r" "${real[@]}" PROGRAM="$app" NP="$(nproc)" \
+		PROGRAM_ARGS="$real_args"
+	! want real-balanced-over || ways real-balanced-over "$r" "${real[@]}" PROGRAM="$app" \
+		NP=$((2 * $(nproc))) PROGRAM_ARGS="$real_args"
+	! want real-imbalanced-yield || ways real-imbalanced-yield "$r" "${real[@]}" LOADS="$loads" \
+		ITERATIONS="$iters" WAIT=spin
+	! want real-imbalanced-poll || ways real-imbalanced-poll "$r" "${real[@]}" LOADS="$loads" \
+		ITERATIONS="$iters" WAIT=spin MPIRUN_ARGS="--mca mpi_yield_when_idle 0"
 	printf ' (%d s so far)\n' $(($(date +%s) - t0))
 done
 
@@ -99,7 +125,8 @@ fi
 echo
 /usr/bin/python3 "$top/bench/summary.py" "$out" --hpcsim "$build/tools/sim/hpcsim" \
 	--rounds "$reps" --loads "$loads" --iterations "$iters" -k "$k" --balanced "$balanced" \
-	--calls "$calls" --app-args="$app_args" ${only:+--only "$only"} | tee "$out/summary.txt"
+	--calls "$calls" --app-args="$app_args" --real-args="$real_args" --np "$(nproc)" \
+	${only:+--only "$only"} | tee "$out/summary.txt"
 echo "(make bench took $(($(date +%s) - t0)) s; load average $load0 at the start," \
 	"$(cut -d' ' -f1-3 /proc/loadavg) at the end, on $(nproc) CPUs: times are noise when" \
 	"the machine is busy, the ratios of one round are side by side)"

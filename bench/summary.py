@@ -27,9 +27,16 @@ import statistics
 import subprocess
 import sys
 
-WAYS = ("baseline", "uniform", "adaptive", "none", "weight")
+WAYS = ("baseline", "uniform", "adaptive", "none", "weight", "plain")
+REAL = ("real-balanced", "real-balanced-over", "real-imbalanced-yield", "real-imbalanced-poll")
 BENCHES = ("metbench", "metbenchvar", "metbench-sleep", "metbench-spin", "balanced",
-           "balanced-app")
+           "balanced-app") + REAL
+# Against plain mpirun (make bench, 6.): the default mode must never be
+# slower; weight mode must win where ranks outnumber CPUs and poll.
+REAL_TARGET = {"real-balanced": 1.02, "real-balanced-over": 1.02,
+               "real-imbalanced-yield": 1.00, "real-imbalanced-poll": 0.80}
+# The slowest run of a way at most this times its median.
+OUTLIER = 1.1
 # A heuristic must not slow a balanced application down by more than this.
 NO_HARM = 1.02
 
@@ -119,6 +126,35 @@ def table(title, rs, sim, wait="polling"):
 
 
 LOG_COST = re.compile(r"hpcd: ran ([0-9.]+) s, CPU ([0-9]+) ms .*at most ([0-9]+) managed task")
+
+
+def real_table(title, rs, target):
+    """Every way's ratio to plain mpirun, per round: median and spread."""
+    lines = [title, "%-22s %9s %11s %15s %13s" % (
+        "way", "time (s)", "vs plain", "per round", "slowest/med")]
+    verdict = []
+    for way, name in (("plain", "plain mpirun"), ("weight", "weight (default)"),
+                      ("baseline", "smt-emul, all at 4"), ("uniform", "smt-emul, uniform"),
+                      ("adaptive", "smt-emul, adaptive")):
+        times = [r[way]["total_time_s"] for r in rs if way in r]
+        if not times:
+            continue
+        med = statistics.median(times)
+        if way == "plain":
+            lines.append("%-22s %9.3f %11.3f %15s %13.2f" % (name, med, 1.0, "-", max(times) / med))
+            continue
+        ratios = round_ratios(rs, way, "plain")
+        ratio = statistics.median(ratios)
+        lines.append("%-22s %9.3f %11.3f %15s %13.2f" % (
+            name, med, ratio, "%.2f..%.2f" % (min(ratios), max(ratios)), max(times) / med))
+        if way == "weight":
+            ok = ratio <= target and max(times) / med <= OUTLIER
+            verdict.append("weight mode: %.3f x plain (target <= %.2f), slowest run %.2f x its "
+                           "median (target <= %.1f): %s" % (ratio, target, max(times) / med,
+                                                            OUTLIER, "met" if ok else "NOT met"))
+    lines.append("(%d round(s): times are medians; ratios medians of the per-round ratios to "
+                 "plain mpirun, with their range)" % len(rs))
+    return "\n".join(lines + verdict)
 
 
 def hpcd_cost(out):
@@ -261,6 +297,8 @@ def main():
     ap.add_argument("--balanced", required=True)
     ap.add_argument("--calls", type=int, required=True)
     ap.add_argument("--app-args", required=True)
+    ap.add_argument("--real-args", default="--steps 200 --work 2000 --noise 5")
+    ap.add_argument("--np", type=int, default=2, help="CPUs of the machine (make bench, 6.)")
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     loads = [int(x) for x in a.loads.split(",")]
@@ -299,6 +337,21 @@ def main():
     if want("balanced-app"):
         print(balanced_app(a.out, a.rounds, a.app_args))
         print()
+    real_titles = {
+        "real-balanced": "balanced application (%s), %d ranks on %d CPUs" % (
+            a.real_args, a.np, a.np),
+        "real-balanced-over": "balanced application (%s), %d ranks on %d CPUs" % (
+            a.real_args, 2 * a.np, a.np),
+        "real-imbalanced-yield": mb + ", a master and %d workers on %d CPUs, Open MPI's "
+        "yielding waits" % (len(loads), a.np),
+        "real-imbalanced-poll": mb + ", a master and %d workers on %d CPUs, polling waits "
+        "(--mca mpi_yield_when_idle 0)" % (len(loads), a.np),
+    }
+    for b in REAL:
+        if want(b) and os.path.isdir(os.path.join(a.out, b)):
+            print(real_table("Against plain mpirun: " + real_titles[b],
+                             rounds(a.out, b, a.rounds), REAL_TARGET[b]))
+            print()
     print(hpcd_cost(a.out))
     if want("overhead"):
         print(overhead(a.out, a.calls))

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define HPCMON_MAGIC		0x48504331u	/* "HPC1" */
-#define HPCMON_VERSION		1
+#define HPCMON_VERSION		2
 #define HPCMON_DEFAULT_SOCKET	"/run/hpcd.sock"
 
 enum hpcmon_kind {
@@ -37,6 +37,10 @@ struct hpcmon_record {
 	uint64_t run_ns;	/* t_R: compute time of the iteration */
 	uint64_t wait_ns;	/* t_W: time in blocking MPI calls */
 	uint64_t end_ns;	/* CLOCK_MONOTONIC when the iteration closed */
+	uint64_t cpu_ns;	/* CPU time of the compute phase (the main
+				 * thread's CLOCK_THREAD_CPUTIME_ID), 0: not
+				 * measured; unlike run_ns it does not grow
+				 * when the rank shares its CPU */
 };
 
 #endif /* HPCMON_PROTO_H */

@@ -13,7 +13,7 @@ namespace hpcd
 const std::vector<std::string> kKernelOnlyKnobs{"queue", "timeslice_us"};
 const std::vector<std::string> kReadOnlyKnobs{"backend", "prio_range", "smt_pairs"};
 const std::vector<std::string> kDaemonKnobs{"mode",   "balance",     "waits",
-					    "window", "wait_weight", "ignore_ranks"};
+					    "window", "ignore_ranks"};
 
 const char *set_err_kind(SetErr e)
 {
@@ -70,11 +70,12 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 				return SetErr::BadValue;
 			next.period_us = v;
 		} else if (key == "mode") {
-			if (val != "quota" && val != "weight") {
-				msg = "mode: '" + val + "' is not quota or weight";
+			auto m = parse_mode(val);
+			if (!m) {
+				msg = "mode: '" + val + "' is not weight or smt-emul";
 				return SetErr::BadValue;
 			}
-			next.mode = val == "quota" ? Mode::Quota : Mode::Weight;
+			next.mode = *m;
 		} else if (key == "balance") {
 			if (val != "on" && val != "off") {
 				msg = "balance: '" + val + "' is not on or off";
@@ -93,13 +94,6 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 				return SetErr::BadValue;
 			}
 			next.window = v;
-		} else if (key == "wait_weight") {
-			if (!hpc::parse_u32(val, v) || v < 1 || v > 10000) {
-				msg = "wait_weight: '" + val +
-				      "' is not a whole number in 1..10000";
-				return SetErr::BadValue;
-			}
-			next.wait_weight = v;
 		} else if (key == "ignore_ranks") {
 			if (val.empty() || val == "none") {
 				next.ignore_ranks.clear();
@@ -132,23 +126,22 @@ nlohmann::ordered_json knob_values(Engine &e)
 	for (int i = 0; i < HPC_P_NR; i++)
 		v[hpc_param_names[i]] = hpc::format_param(e.s.params, i);
 	v["emul_period_us"] = std::to_string(e.s.period_us);
-	v["backend"] = e.s.mode == Mode::Quota ? "cgroup-quota" : "cgroup-weight";
+	v["backend"] = e.s.mode == Mode::SmtEmul ? "cgroup-quota" : "cgroup-weight";
 	v["prio_range"] =
 		std::to_string(kBackendRange.min) + " " + std::to_string(kBackendRange.max);
 	std::string pairs;
 	for (Task *t : e.active()) {
-		if (t->ctx % 2)
+		if (t->ctx % 2 || e.s.mode != Mode::SmtEmul)
 			continue;
 		Task *sib = e.sibling(*t);
 		pairs += std::to_string(t->cpu) + " " + (sib ? std::to_string(sib->cpu) : "-") +
 			 "\n";
 	}
 	v["smt_pairs"] = pairs;
-	v["mode"] = e.s.mode == Mode::Quota ? "quota" : "weight";
+	v["mode"] = mode_name(e.s.mode);
 	v["balance"] = e.s.balance ? "on" : "off";
 	v["waits"] = e.s.waits == Waits::Poll ? "poll" : "sleep";
 	v["window"] = std::to_string(e.s.window);
-	v["wait_weight"] = std::to_string(e.s.wait_weight);
 	v["ignore_ranks"] = e.s.ignore_ranks.empty() ? "none" : format_cpulist(e.s.ignore_ranks);
 	return v;
 }

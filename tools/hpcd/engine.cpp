@@ -6,6 +6,20 @@
 namespace hpcd
 {
 
+const char *mode_name(Mode m)
+{
+	return m == Mode::SmtEmul ? "smt-emul" : "weight";
+}
+
+std::optional<Mode> parse_mode(const std::string &name)
+{
+	if (name == "weight")
+		return Mode::Weight;
+	if (name == "smt-emul" || name == "quota")
+		return Mode::SmtEmul;
+	return std::nullopt;
+}
+
 Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
 		uint32_t period_us, unsigned dilation)
 {
@@ -24,6 +38,15 @@ Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_bus
 	return q;
 }
 
+Quota real_smt_quota(uint32_t own_prio, uint32_t sib_prio, bool sib_busy, uint32_t period_us)
+{
+	const uint32_t duty = sib_busy ? hpc_smt_real_duty(own_prio, sib_prio) : HPC_SMT_SCALE;
+	if (duty >= HPC_SMT_SCALE)
+		return Quota{-1, period_us};
+	const int64_t quota = static_cast<int64_t>(period_us) * duty / HPC_SMT_SCALE;
+	return Quota{std::max(quota, kMinQuotaUs), period_us};
+}
+
 std::vector<uint32_t> window_weights(const std::vector<uint64_t> &exe_t, uint32_t units)
 {
 	std::vector<uint32_t> w(exe_t.size(), units);
@@ -39,6 +62,40 @@ std::vector<uint32_t> window_weights(const std::vector<uint64_t> &exe_t, uint32_
 		w[k] = static_cast<uint32_t>(std::clamp<unsigned __int128>(v, 1, 10000));
 	}
 	return w;
+}
+
+std::vector<int> place_by_load(const std::vector<uint64_t> &load, size_t ncpu)
+{
+	std::vector<int> cpu_of(load.size(), 0);
+	if (!ncpu)
+		return cpu_of;
+	std::vector<size_t> order(load.size());
+	std::iota(order.begin(), order.end(), size_t{0});
+	std::stable_sort(order.begin(), order.end(),
+			 [&](size_t x, size_t y) { return load[x] > load[y]; });
+	std::vector<uint64_t> sum(ncpu, 0);
+	std::vector<size_t> count(ncpu, 0);
+	for (size_t k : order) {
+		// The least loaded CPU; among equals the one with fewer tasks.
+		size_t best = 0;
+		for (size_t c = 1; c < ncpu; c++)
+			if (sum[c] < sum[best] || (sum[c] == sum[best] && count[c] < count[best]))
+				best = c;
+		cpu_of[k] = static_cast<int>(best);
+		sum[best] += load[k];
+		count[best]++;
+	}
+	return cpu_of;
+}
+
+uint64_t busiest_cpu_load(const std::vector<uint64_t> &load, const std::vector<int> &cpu_of,
+			  size_t ncpu)
+{
+	std::vector<uint64_t> sum(ncpu, 0);
+	for (size_t k = 0; k < load.size() && k < cpu_of.size(); k++)
+		if (cpu_of[k] >= 0 && static_cast<size_t>(cpu_of[k]) < ncpu)
+			sum[cpu_of[k]] += load[k];
+	return sum.empty() ? 0 : *std::max_element(sum.begin(), sum.end());
 }
 
 Task &Engine::add(int pid, const std::string &name, const std::string &job, int rank, uint64_t now)
@@ -96,29 +153,82 @@ std::vector<Task *> Engine::active()
 	return a;
 }
 
+bool Engine::needs_cgroups()
+{
+	return s.mode == Mode::SmtEmul || real_smt || active().size() > cpus.size();
+}
+
 unsigned Engine::dilation() const
 {
 	size_t n = 0;
 	for (auto &[pid, t] : tasks)
 		n += !t.launcher;
 	size_t ncpu = std::max<size_t>(1, cpus.size());
-	size_t per = s.mode == Mode::Quota ? n : (n + 1) / 2;
+	size_t per = s.mode == Mode::SmtEmul ? n : (n + 1) / 2;
 	return static_cast<unsigned>(std::max<size_t>(1, (per + ncpu - 1) / ncpu));
 }
 
 void Engine::place()
 {
 	auto a = active();
-	size_t ncpu = std::max<size_t>(1, cpus.size());
-	for (auto &[pid, t] : tasks) {
+	for (auto &[pid, t] : tasks)
 		t.ctx = -1;
-		t.cpu = -1;
-	}
-	for (size_t i = 0; i < a.size(); i++) {
+	for (size_t i = 0; i < a.size(); i++)
 		a[i]->ctx = static_cast<int>(i);
-		size_t slot = s.mode == Mode::Quota ? i : i / 2;
-		a[i]->cpu = cpus.empty() ? -1 : cpus[slot % ncpu];
+	if (s.mode == Mode::Weight) {
+		for (auto &[pid, t] : tasks)
+			if (t.launcher)
+				t.cpu = -1;
+		place_weight(a);
+		return;
 	}
+	size_t ncpu = std::max<size_t>(1, cpus.size());
+	for (auto &[pid, t] : tasks)
+		t.cpu = -1;
+	for (size_t i = 0; i < a.size(); i++)
+		a[i]->cpu = cpus.empty() ? -1 : cpus[i % ncpu];
+}
+
+static uint64_t window_mean(const Task &t)
+{
+	if (t.win.empty())
+		return 0;
+	return std::accumulate(t.win.begin(), t.win.end(), uint64_t{0}) / t.win.size();
+}
+
+// Weight mode. No more tasks than CPUs: the kernel places them (there is
+// nothing to share), except on real SMT threads, where ranks 2k and 2k+1 are
+// the two threads of core k. More tasks than CPUs: until their loads are
+// known the kernel places them; then by measured load, a new placement only
+// when it is more than 10 % better than the present one (so that noise
+// moves nobody).
+void Engine::place_weight(const std::vector<Task *> &a)
+{
+	const size_t ncpu = cpus.size();
+	if (ncpu && a.size() <= ncpu) {
+		for (size_t k = 0; k < a.size(); k++)
+			a[k]->cpu = real_smt ? cpus[k] : -1;
+		return;
+	}
+	const bool known = std::all_of(a.begin(), a.end(), [](Task *x) { return !x->win.empty(); });
+	if (!ncpu || !known) {
+		for (Task *x : a)
+			x->cpu = -1;
+		return;
+	}
+	std::vector<uint64_t> load;
+	std::vector<int> now;
+	for (Task *x : a) {
+		load.push_back(window_mean(*x));
+		auto it = std::find(cpus.begin(), cpus.end(), x->cpu);
+		now.push_back(it == cpus.end() ? -1 : static_cast<int>(it - cpus.begin()));
+	}
+	const auto best = place_by_load(load, ncpu);
+	const bool pinned = std::none_of(now.begin(), now.end(), [](int c) { return c < 0; });
+	if (pinned && busiest_cpu_load(load, now, ncpu) * 10 <= busiest_cpu_load(load, best, ncpu) * 11)
+		return;
+	for (size_t k = 0; k < a.size(); k++)
+		a[k]->cpu = cpus[best[k]];
 }
 
 Task *Engine::sibling(const Task &t)
@@ -127,6 +237,22 @@ Task *Engine::sibling(const Task &t)
 		return nullptr;
 	for (auto &[pid, o] : tasks)
 		if (o.ctx == (t.ctx ^ 1))
+			return &o;
+	return nullptr;
+}
+
+Task *Engine::thread_sibling(const Task &t)
+{
+	// One task per hardware thread only: ranks that share threads are
+	// balanced by their weights.
+	auto it = std::find(cpus.begin(), cpus.end(), t.cpu);
+	if (!real_smt || t.cpu < 0 || it == cpus.end() || active().size() > cpus.size())
+		return nullptr;
+	const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
+	if (other >= cpus.size())
+		return nullptr;
+	for (auto &[pid, o] : tasks)
+		if (!o.launcher && o.cpu == cpus[other])
 			return &o;
 	return nullptr;
 }
@@ -214,6 +340,7 @@ bool Engine::apply_records(Task *x, Task *y)
 		uint64_t s = std::max<uint64_t>(sleep_of(r), t->t.seg_start);
 		ev.push_back({s, false, t});
 		ev.push_back({std::max<uint64_t>(r.end_ns, s), true, t});
+		t->work_ns = r.cpu_ns;
 		t->last_record_ns = std::max<uint64_t>(t->last_record_ns, r.end_ns);
 		t->pending.reset();
 	}
@@ -246,25 +373,32 @@ void Engine::settle(int pid)
 void Engine::closed(Task &t, uint64_t)
 {
 	t.closes++;
+	// The work of the iteration: the CPU time of its compute phase when the
+	// monitor measured it, else its compute time. CPU time does not depend
+	// on the share the task got, so the weights it gives do not chase
+	// their own effect (with equal shares the heavy rank computes longer,
+	// with its fair share both finish together).
+	const uint64_t work = t.work_ns ? t.work_ns : t.t.last_run;
+	t.work_ns = 0;
 	if (s.mode != Mode::Weight)
 		return;
 	// Algorithm 1 of the container paper, on each reported interval.
-	t.win.push_back(t.t.last_run);
+	t.win.push_back(work);
 	while (t.win.size() > std::max(1u, s.window))
 		t.win.pop_front();
 	t.reported = true;
-	t.weight = s.wait_weight;
 	auto a = active();
 	if (std::any_of(a.begin(), a.end(), [](Task *x) { return !x->reported; }))
 		return;
 	std::vector<uint64_t> exe;
 	for (Task *x : a)
-		exe.push_back(std::accumulate(x->win.begin(), x->win.end(), uint64_t{0}));
+		exe.push_back(window_mean(*x));
 	auto w = window_weights(exe, kWeightUnit);
 	for (size_t k = 0; k < a.size(); k++) {
 		a[k]->weight = w[k];
 		a[k]->reported = false;
 	}
+	place_weight(a);
 }
 
 void Engine::params_changed()
@@ -277,8 +411,15 @@ void Engine::plan()
 {
 	const unsigned dil = dilation();
 	for (auto &[pid, t] : tasks) {
-		if (t.launcher || s.mode == Mode::Weight) {
+		if (t.launcher) {
 			t.quota = Quota{-1, s.period_us};
+			continue;
+		}
+		if (s.mode == Mode::Weight) {
+			Task *sib = thread_sibling(t);
+			t.quota = sib ? real_smt_quota(applied_prio(t), applied_prio(*sib),
+						       sib->live_runnable, s.period_us)
+				      : Quota{-1, s.period_us};
 			continue;
 		}
 		Task *sib = sibling(t);

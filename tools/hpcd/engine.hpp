@@ -19,10 +19,18 @@ extern "C" {
 namespace hpcd
 {
 
-// A: SMT emulation by CPU bandwidth (each context its own CPU, quotas).
-// B: the container paper's intra-host algorithm (both contexts of a core share
-//    one CPU, cpu.weight/cpu.shares from sliding-window execution times).
-enum class Mode { Quota, Weight };
+// Weight (the default): the machine's real CPUs. The container paper's
+//    intra-host algorithm: cpu.weight/cpu.shares from each rank's CPU work
+//    over a sliding window, so that ranks sharing a CPU finish together;
+//    where ranks outnumber CPUs, they are placed by measured load (a heavy
+//    rank beside light ones), else the kernel places them. Never throttled.
+// SmtEmul: SMT emulation by CPU bandwidth (each context its own CPU, quotas
+//    from the POWER5 model): reproductions and tests; it slows every program
+//    down to the emulated core's speed.
+enum class Mode { Weight, SmtEmul };
+const char *mode_name(Mode m);
+// "weight", "smt-emul", or "quota" (the emulation's former name).
+std::optional<Mode> parse_mode(const std::string &name);
 
 // How a waiting context behaves on the emulated SMT core (quota mode). Sleep:
 // it leaves the core to its sibling, which runs in single-thread mode. Poll:
@@ -43,12 +51,11 @@ constexpr uint32_t kWeightUnit = 100;
 
 struct Settings {
 	hpc_params params{};
-	Mode mode = Mode::Quota;
+	Mode mode = Mode::Weight;
 	bool balance = true; // false: the baseline, every task at HPC_PRIO_NORMAL
 	Waits waits = Waits::Sleep;
 	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	uint32_t window = 5;           // weight mode: sliding window (iterations)
-	uint32_t wait_weight = 10;     // weight mode: waitValue, for ranks waiting
 	std::vector<int> ignore_ranks; // MPI ranks not adopted (e.g. a master, rank 0)
 	Settings() { hpc_params_default(&params); }
 };
@@ -68,9 +75,24 @@ struct Quota {
 Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
 		uint32_t period_us, unsigned dilation);
 
+// Weight mode on real SMT threads: the lighter of two sibling threads (by the
+// core's priorities) runs hpc_smt_real_duty() of every period while its
+// sibling is busy, so that the heavier one has the core to itself for the
+// rest; equal priorities, an idle sibling or none: unthrottled. CFS's 1 ms
+// minimum quota bounds the smallest duty (period_us >= 22 ms for all of it).
+Quota real_smt_quota(uint32_t own_prio, uint32_t sib_prio, bool sib_busy, uint32_t period_us);
+
 // Mechanism B: cpuUnits_k = exeT_k / sum(exeT), as cpu.weight with
 // `units` per task on average (clamped to 1..10000). All-zero: all `units`.
 std::vector<uint32_t> window_weights(const std::vector<uint64_t> &exe_t, uint32_t units);
+
+// Mechanism B's placement where tasks outnumber CPUs: the CPU (index into
+// `ncpu`) of each task given its load, longest load first onto the least
+// loaded CPU, so that a heavy task shares its CPU with light ones.
+std::vector<int> place_by_load(const std::vector<uint64_t> &load, size_t ncpu);
+// The largest sum of loads on one CPU under `cpu_of` (indices < ncpu).
+uint64_t busiest_cpu_load(const std::vector<uint64_t> &load, const std::vector<int> &cpu_of,
+			  size_t ncpu);
 
 struct Task {
 	int pid = 0;
@@ -87,12 +109,13 @@ struct Task {
 	hpc_task t{};
 	bool live_runnable = true; // last /proc sample
 	// weight mode
+	uint64_t work_ns = 0; // CPU time of the compute phase being applied (monitor; 0: unknown)
 	std::deque<uint64_t> win;
 	bool reported = false;
 	uint32_t weight = kWeightUnit;
 	// placement and plan
 	int ctx = -1; // context index: core ctx/2, sibling ctx^1
-	int cpu = -1;
+	int cpu = -1; // < 0: not pinned (the kernel places it)
 	Quota quota;
 	// cgroup bookkeeping (hpcd.cpp)
 	std::string cg, origin;
@@ -107,14 +130,25 @@ class Engine
 public:
 	Settings s;
 	std::vector<int> cpus{0, 1};
+	// cpus[2k] and cpus[2k+1] are hardware threads of one real SMT core
+	// (hwloc): weight mode holds the lighter sibling back.
+	bool real_smt = false;
 	std::map<int, Task> tasks;
 
 	Task &add(int pid, const std::string &name, const std::string &job, int rank, uint64_t now);
 	void remove(int pid);
-	// Recompute pairing and CPUs (after adds, removes, launcher marks).
+	// Recompute pairing and CPUs (after adds, removes, launcher marks, and
+	// in weight mode new loads).
 	void place();
 	Task *find(int pid);
 	Task *sibling(const Task &t);
+	// Weight mode on real SMT: the task on the other hardware thread of
+	// t's core (nullptr: none, or not pinned).
+	Task *thread_sibling(const Task &t);
+	// Whether the ranks need cgroups of their own: quotas (the emulation, or
+	// real SMT threads) or weights (more ranks than CPUs). Otherwise hpcd only
+	// watches them, and they stay where they were, as under plain mpirun.
+	bool needs_cgroups();
 	// Contexts per CPU (quota mode), >= 1.
 	unsigned dilation() const;
 	uint32_t applied_prio(const Task &t) const;
@@ -145,6 +179,7 @@ public:
 
 private:
 	void closed(Task &t, uint64_t now);
+	void place_weight(const std::vector<Task *> &a);
 	bool apply_records(Task *x, Task *y);
 	uint64_t seq_ = 0;
 	std::map<std::string, uint64_t> job_seq_;

@@ -43,7 +43,7 @@ namespace
 struct Opts {
 	std::vector<int> pids;
 	std::vector<uint32_t> prios;
-	std::string cpus, control, monitor, mode = "quota", heuristic, balance = "on";
+	std::string cpus, control, monitor, mode = "weight", heuristic, balance = "on";
 	std::vector<std::string> settings;
 	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	double sample_ms = 2.0;
@@ -52,6 +52,35 @@ struct Opts {
 	bool verbose = false;
 	uint32_t group_weight = 0;
 };
+
+// Every pair cpus[2k], cpus[2k+1] is two hardware threads of one core.
+bool pairs_are_threads(const std::vector<int> &cpus, const Topology &topo)
+{
+	if (cpus.size() < 2 || !topo.smt())
+		return false;
+	for (size_t k = 0; k + 1 < cpus.size(); k += 2) {
+		auto sib = topo.siblings(cpus[k]);
+		if (std::find(sib.begin(), sib.end(), cpus[k + 1]) == sib.end())
+			return false;
+	}
+	return true;
+}
+
+// What a mode does to the programs it manages, said when it is chosen.
+std::string mode_cost(Mode m)
+{
+	if (m == Mode::SmtEmul)
+		return fmt::format(
+			"mode smt-emul: POWER5 SMT cores emulated by CPU bandwidth: a context "
+			"runs at most at the model's two-context speed ({} permille of a CPU at "
+			"equal priorities) while its sibling computes, and several contexts "
+			"share a CPU where there are fewer CPUs than contexts, so programs run "
+			"up to about 2x slower than without hpcd; for reproducing the paper "
+			"and for tests (mode=weight uses the real CPUs)",
+			hpc_smt_speed(HPC_PRIO_NORMAL, HPC_PRIO_NORMAL, true));
+	return "mode weight: ranks keep the real CPUs; where they share CPUs, CPU "
+	       "weights follow each rank's measured work and ranks are placed by load";
+}
 
 std::string env_or(const char *name, const char *def)
 {
@@ -135,6 +164,7 @@ private:
 	void apply();
 	void weigh_group();
 	void sample();
+	void arm_timer();
 	void on_datagram();
 	void on_control_accept();
 	void on_client(int fd, short rev);
@@ -163,6 +193,8 @@ private:
 	std::map<int, Quota> applied_q_;
 	std::map<int, uint32_t> applied_w_;
 	std::map<int, int> applied_cpu_;
+	std::map<int, bool> in_cg_; // in its own cgroup (else in its original one)
+	long timer_ns_ = 0;         // the sampling timer's present period
 	std::set<int> passed_; // under a launcher, not adopted (ignore_ranks, failed)
 	uint64_t last_scan_ = 0;
 	uint32_t group_w_ = 0;
@@ -171,6 +203,7 @@ private:
 	bool running_ = true, had_task_ = false;
 	size_t max_tasks_ = 0;
 	size_t said_contexts_ = 0; // the most SMT contexts hpcd said it emulates
+	std::optional<Mode> said_mode_; // the mode hpcd last said what it costs
 	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
 };
 
@@ -233,7 +266,8 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	// A rank forked by a managed launcher starts in the launcher's cgroup:
 	// its way home is the launcher's.
 	const std::string mine = "/hpcsched/hpcd-" + std::to_string(::getpid()) + "/";
-	if (origin.rfind(mine, 0) == 0) {
+	const bool inside = origin.rfind(mine, 0) == 0;
+	if (inside) {
 		std::string o = "/";
 		for (auto &[p, t] : e.tasks)
 			if (t.cg == origin)
@@ -255,7 +289,13 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 			throw std::runtime_error("the guardian process is gone");
 		cg_.set_quota(t.cg, -1, e.s.period_us);
 		cg_.set_weight(t.cg, kWeightUnit);
-		cg_.attach(t.cg, pid);
+		// A launcher's children inherit its cgroup (that is how its ranks
+		// are found); a rank moves in when apply() says it needs to.
+		in_cg_[pid] = inside;
+		if (t.launcher) {
+			cg_.attach(t.cg, pid);
+			in_cg_[pid] = true;
+		}
 	} catch (const std::exception &ex) {
 		std::string err =
 			std::string("cannot manage pid ") + std::to_string(pid) + ": " + ex.what();
@@ -357,6 +397,7 @@ void Daemon::drop(int pid, const char *why)
 	applied_q_.erase(pid);
 	applied_w_.erase(pid);
 	applied_cpu_.erase(pid);
+	in_cg_.erase(pid);
 	apply();
 	if (o_.exit_when_idle && had_task_ && e.tasks.empty() && running_) {
 		log("no task left: exiting (--exit-when-idle)");
@@ -404,16 +445,36 @@ void Daemon::apply()
 	// More contexts than CPUs (from --pid, hpcctl run or the monitor's
 	// hellos): say so once for every new high.
 	if (size_t n = e.active().size();
-	    e.s.mode == Mode::Quota && n > e.cpus.size() && n > said_contexts_) {
+	    e.s.mode == Mode::SmtEmul && n > e.cpus.size() && n > said_contexts_) {
 		said_contexts_ = n;
 		log(too_few_cpus(n, e.cpus.size()) + emulating(e.dilation()));
+	}
+	if (e.s.mode != said_mode_) {
+		said_mode_ = e.s.mode;
+		log(mode_cost(e.s.mode));
 	}
 	note();
 	weigh_group();
 	e.plan();
 	std::vector<int> gone;
+	const bool own_cg = e.needs_cgroups();
 	for (auto &[pid, t] : e.tasks) {
 		try {
+			// Into its own cgroup when quotas or weights are needed, back
+			// to where it was when not.
+			if (const bool want = t.launcher || own_cg; in_cg_[pid] != want) {
+				cg_.attach(want ? t.cg : t.origin, pid);
+				in_cg_[pid] = want;
+			}
+			// Not pinned (weight mode, the kernel places it): its own
+			// CPUs again if hpcd pinned it before.
+			if (!t.launcher && t.cpu < 0 && applied_cpu_[pid] > 0) {
+				if (!set_affinity(pid, orig_cpus_[pid])) {
+					gone.push_back(pid);
+					continue;
+				}
+				applied_cpu_[pid] = 0;
+			}
 			if (!t.launcher && t.cpu >= 0 && applied_cpu_[pid] != t.cpu + 1) {
 				if (!set_affinity(pid, {t.cpu})) {
 					gone.push_back(pid);
@@ -439,6 +500,29 @@ void Daemon::apply()
 	}
 	for (int pid : gone)
 		drop(pid, "exited");
+	arm_timer();
+}
+
+// Sample every --sample-ms while a decision needs the tasks' live state
+// (quotas, weights, tasks without the monitor); when hpcd only watches
+// monitored ranks (weight mode, no more ranks than CPUs), every 50 ms, for
+// their exits: a program hpcd cannot speed up pays next to nothing.
+void Daemon::arm_timer()
+{
+	if (timer_ < 0)
+		return;
+	long ns = static_cast<long>(o_.sample_ms * 1e6);
+	const bool watch_only =
+		e.s.mode == Mode::Weight && !e.needs_cgroups() &&
+		std::all_of(e.tasks.begin(), e.tasks.end(),
+			    [](const auto &kv) { return kv.second.monitored || kv.second.launcher; });
+	if (watch_only && !e.tasks.empty())
+		ns = std::max(ns, 50000000L);
+	if (ns == timer_ns_)
+		return;
+	timer_ns_ = ns;
+	itimerspec its{{ns / 1000000000, ns % 1000000000}, {ns / 1000000000, ns % 1000000000}};
+	::timerfd_settime(timer_, 0, &its, nullptr);
 }
 
 void Daemon::sample()
@@ -573,7 +657,7 @@ json Daemon::status()
 		    {"cgroup", l.version == CgVersion::V1 ? "v1" : "v2"},
 		    {"cgroup_root", l.root},
 		    {"instance", cg_.instance_dir()},
-		    {"mode", e.s.mode == Mode::Quota ? "quota" : "weight"},
+		    {"mode", mode_name(e.s.mode)},
 		    {"balance", e.s.balance},
 		    {"waits", e.s.waits == Waits::Poll ? "poll" : "sleep"},
 		    {"heuristic", hpc::format_param(e.s.params, HPC_P_HEURISTIC)},
@@ -793,6 +877,12 @@ int Daemon::run()
 	else
 		log(terr + ": no SMT information, consecutive CPUs are paired");
 	e.cpus = smt_order(cpus, topo_);
+	e.real_smt = pairs_are_threads(e.cpus, topo_);
+	if (e.real_smt)
+		log(fmt::format("real SMT: CPUs {} pair as hardware threads of one core; in mode "
+				"weight the lighter thread of a busy core runs hpc_smt_real_duty() of "
+				"each period (e.g. {} permille at priorities 4 beside 6)",
+				format_cpulist(e.cpus), hpc_smt_real_duty(4, 6)));
 	if (o_.prios.size() > o_.pids.size()) {
 		log("--prio: more priorities than --pid");
 		return 2;
@@ -804,7 +894,7 @@ int Daemon::run()
 			return 2;
 		}
 	size_t need = o_.pids.size();
-	if (e.s.mode == Mode::Quota && need > e.cpus.size() && o_.strict_cpus) {
+	if (e.s.mode == Mode::SmtEmul && need > e.cpus.size() && o_.strict_cpus) {
 		log(too_few_cpus(need, e.cpus.size()) + " (--strict-cpus)");
 		return 3;
 	}
@@ -827,10 +917,7 @@ int Daemon::run()
 		int one = 1;
 		::setsockopt(mon_, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
 		timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		long ns = static_cast<long>(o_.sample_ms * 1e6);
-		itimerspec its{{ns / 1000000000, ns % 1000000000},
-			       {ns / 1000000000, ns % 1000000000}};
-		::timerfd_settime(timer_, 0, &its, nullptr);
+		arm_timer();
 
 		hooks_.add = [this](int pid, const std::string &name, bool launcher) {
 			return add(pid, name, "d" + std::to_string(::getpid()), -1,
@@ -876,7 +963,7 @@ int Daemon::run()
 			"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
 			"node(s))",
 			o_.control, o_.monitor, cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
-			cg_.instance_dir(), e.s.mode == Mode::Quota ? "quota" : "weight",
+			cg_.instance_dir(), mode_name(e.s.mode),
 			format_cpulist(e.cpus), topo_.packages, topo_.cores, topo_.cpus.size(),
 			topo_.smt() ? "SMT" : "no SMT", topo_.numa_nodes.size()));
 
@@ -923,7 +1010,8 @@ int main(int argc, char **argv)
 	Opts o;
 	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
 	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
-	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup SMT emulation)", "hpcd"};
+	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup CPU weights, or SMT emulation)",
+		     "hpcd"};
 	app.set_version_flag("--version", "hpcd (hpcsched) " HPCSCHED_VERSION);
 	app.add_option("--pid", o.pids, "manage this process (repeatable; paired in order)")
 		->check(CLI::PositiveNumber);
@@ -935,9 +1023,10 @@ int main(int argc, char **argv)
 		->check(CLI::Range(1u, 10000u));
 	app.add_option("--cpus", o.cpus, "CPUs to use, e.g. 0-3 (default: all allowed)");
 	app.add_option("--mode", o.mode,
-		       "quota: SMT emulation by CPU bandwidth; weight: "
-		       "container-paper CPU weights")
-		->check(CLI::IsMember({"quota", "weight"}));
+		       "weight (default): CPU weights by measured work on the real CPUs; "
+		       "smt-emul (or quota): POWER5 SMT emulation by CPU bandwidth, for "
+		       "reproductions and tests (slows every program down)")
+		->check(CLI::IsMember({"weight", "smt-emul", "quota"}));
 	app.add_option("--heuristic", o.heuristic, "uniform or adaptive")
 		->check(CLI::IsMember({"uniform", "adaptive"}));
 	app.add_option("--balance", o.balance, "off: baseline (every task at priority 4)")

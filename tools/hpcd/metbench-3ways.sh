@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # MetBench under hpcd, three ways: baseline (SMT emulation, every worker at
-# priority 4), Uniform and Adaptive. Needs root (cgroups), Open MPI, and the
-# metbench and hpcmon targets built.
+# priority 4), Uniform and Adaptive (on the emulated SMT cores, hpcd
+# --mode smt-emul). Needs root (cgroups), Open MPI, and the metbench and
+# hpcmon targets built.
 #
 # usage: metbench-3ways.sh BUILD_DIR [OUT_DIR]
 # env:   LOADS (250,1000,250,1000)  ITERATIONS (30)  WAIT (spin)
 #        SWAP_EVERY (MetBenchVar: swap the pairs' loads every K iterations)
 #        WAYS ("baseline uniform adaptive"; also "weight": hpcd --mode
-#        weight, and "none": no hpcd at all)
+#        weight on the real CPUs, every rank adopted (MetBench's master too);
+#        "none": no hpcd, the monitor loaded; "plain": plain mpirun, neither
+#        hpcd nor the monitor, what a user compares with)
 #        GROUP_WEIGHT (10000: hpcd's tree against the rest of the machine;
 #        empty: hpcd's default, 100 per task, as much as the tasks had)
 #        HPCD_ARGS (extra hpcd options, e.g. "--mode weight")
+#        MPIRUN_ARGS (extra mpirun options, e.g. "--mca mpi_yield_when_idle 0":
+#        Open MPI's waits poll without yielding)
 #        WAYS may also hold "static": hpcd without balancing, each worker
 #        fixed at its STATIC_PRIOS entry (e.g. 4,6,4,6; hpcctl prio, as
 #        soon as hpcd has adopted the rank)
@@ -30,7 +35,10 @@
 #        polling, hpcd waits=poll: the paper's machine, where MPI polls),
 #        sleep (they sleep and their contexts idle: single-thread mode for
 #        the sibling, where the model sees nothing to gain) or spin (MPI's
-#        own polling waits for real, HPCMON_BLOCKING_WAIT=0)
+#        own polling waits for real, HPCMON_BLOCKING_WAIT=0) or auto
+#        (libhpcmon's default, HPCMON_BLOCKING_WAIT=auto: sleeping waits
+#        where the ranks outnumber the CPUs, MPI's own otherwise; what a user
+#        gets, and what the "plain" way, without the monitor, does not)
 # OUT_DIR (default: a temporary directory) keeps, per way, MetBench's JSON
 # result and trace, hpcd's log and the workers' final priorities, in the
 # form bench/metbench/report.py reads.
@@ -87,7 +95,8 @@ case $emul_waits in
 poll) HPCMON_BLOCKING_WAIT=1 hpcd_waits=poll ;;
 sleep) HPCMON_BLOCKING_WAIT=1 hpcd_waits=sleep ;;
 spin) HPCMON_BLOCKING_WAIT=0 hpcd_waits=poll ;;
-*) echo "metbench-3ways: EMUL_WAITS must be poll, sleep or spin, not '$emul_waits'" >&2; exit 2 ;;
+auto) HPCMON_BLOCKING_WAIT=auto hpcd_waits=sleep ;;
+*) echo "metbench-3ways: EMUL_WAITS must be poll, sleep, spin or auto, not '$emul_waits'" >&2; exit 2 ;;
 esac
 export HPCMON_BLOCKING_WAIT
 root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
@@ -103,8 +112,8 @@ fi
 ways=${WAYS:-baseline uniform adaptive}
 for way in $ways; do
 	case $way in
-	baseline | static | uniform | adaptive | weight | none) ;;
-	*) echo "metbench-3ways: unknown way '$way' (baseline static uniform adaptive weight none)" >&2; exit 2 ;;
+	baseline | static | uniform | adaptive | weight | none | plain) ;;
+	*) echo "metbench-3ways: unknown way '$way' (baseline static uniform adaptive weight none plain)" >&2; exit 2 ;;
 	esac
 	if [ "$way" = static ]; then
 		IFS=, read -r -a sprio <<<"${STATIC_PRIOS:-}"
@@ -156,20 +165,26 @@ case $emul_waits in
 poll) echo "waits: poll (the ranks sleep in their waits; hpcd counts a waiting context as polling, as MPI's waits do)" ;;
 sleep) echo "waits: sleep (the ranks sleep in their waits and their contexts idle: the sibling runs alone)" ;;
 spin) echo "waits: spin (MPI's own polling waits; a rank out of quota holds up the collective until its next period)" ;;
+auto) echo "waits: auto (libhpcmon's default: the ranks sleep in their waits where they outnumber the CPUs, else MPI's own waits)" ;;
 esac
 printf '%-9s %10s   %s\n' way "time (s)" "final priority per worker (P1..P$nworkers)"
 for way in $ways; do
 	case $way in
-	baseline | static) set_=(--set balance=off) ;;
+	baseline | static) set_=(--mode smt-emul --set balance=off) ;;
 	weight) set_=(--mode weight) ;;
-	none) set_=() ;;
-	*) set_=(--set "heuristic=$way") ;;
+	none | plain) set_=() ;;
+	*) set_=(--mode smt-emul --set "heuristic=$way") ;;
 	esac
 	: >"$work/$way.log"
-	if [ "$way" != none ]; then
-		# Rank 0 is MetBench's master: not paired. hpcd exits after the last BYE.
+	# plain: neither hpcd nor the monitor.
+	pre=(-x LD_PRELOAD="$mon")
+	[ "$way" != plain ] || pre=()
+	if [ "$way" != none ] && [ "$way" != plain ]; then
+		# Rank 0 is MetBench's master: not paired on the emulated cores
+		# (weight mode adopts it: with next to no work, it gets next to
+		# no CPU while it waits). hpcd exits after the last BYE.
 		ign=()
-		[ "$master" -eq 0 ] || ign=(--set ignore_ranks=0)
+		[ "$master" -eq 0 ] || [ "$way" = weight ] || ign=(--set ignore_ranks=0)
 		# shellcheck disable=SC2086
 		"$hpcd" "${set_[@]}" "${ign[@]}" --set "waits=$hpcd_waits" \
 			--exit-when-idle "${gw[@]}" -v \
@@ -217,11 +232,11 @@ for way in $ways; do
 	elif [ -n "${PROGRAM:-}" ]; then
 		# shellcheck disable=SC2086
 		run mpirun --oversubscribe $root --bind-to none -np "$nworkers" \
-			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
+			"${pre[@]}" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT ${MPIRUN_ARGS:-} \
 			"$mb" ${PROGRAM_ARGS:-} --json --trace "$work/$way.csv" >"$work/$way.json"
 	else
 		run mpirun --oversubscribe $root --bind-to none -np $((nworkers + 1)) \
-			-x LD_PRELOAD="$mon" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT \
+			"${pre[@]}" -x HPCD_SOCKET -x HPCMON_QUIET -x HPCMON_BLOCKING_WAIT ${MPIRUN_ARGS:-} \
 			"$mb" --loads "$loads" --iterations "$iters" --wait "$wait" "${swap[@]}" --json \
 			--trace "$work/$way.csv" >"$work/$way.json"
 	fi
@@ -232,7 +247,7 @@ for way in $ways; do
 	rm -f "$work"/static.set.*
 	# hpcd exits after the last rank's BYE; one that adopted no rank (no
 	# monitor in the program) is told to.
-	if [ "$way" != none ]; then
+	if [ -n "$d" ]; then
 		for _ in $(seq 100); do kill -0 "$d" 2>/dev/null || break; sleep 0.05; done
 		stop_pid "$d" 10
 		d=
@@ -246,7 +261,7 @@ for way in $ways; do
 	: >"$work/$way.prio"
 	for p in $prios; do echo "P$n $p" >>"$work/$way.prio"; n=$((n + 1)); done
 	grep -h "emulating" "$work/$way.log" | tail -n 1 | sed 's/^/  /'
-	case $way in baseline | none) ;; *)
+	case $way in baseline | none | plain) ;; *)
 		[ -n "${prios//[ -]/}" ] || echo "  (no iteration reached hpcd: see $work/$way.log)" ;;
 	esac
 done

@@ -15,8 +15,12 @@
  * hpcmon_record datagram. A wait phase that stays shorter is counted as
  * compute, like the policy core does with short sleeps.
  *
- * Per wrapped call: two clock_gettime (vDSO) and no syscall; one sendto per
- * closed iteration (MSG_DONTWAIT, dropped when nobody listens).
+ * Per wrapped call: two clock_gettime (vDSO) and no syscall, except the
+ * first call of a wait phase (after at least min_wait of compute, or after
+ * an iteration closed), which also reads the thread's CPU clock (one system
+ * call: the compute phase's CPU time, record field cpu_ns); one more CPU
+ * clock read and one sendto per closed iteration (MSG_DONTWAIT, dropped when
+ * nobody listens).
  *
  * One source, one library per MPI implementation (their ABIs differ):
  * libhpcmon.so (libhpcmon-openmpi.so) for Open MPI, libhpcmon-mpich.so for
@@ -46,6 +50,7 @@ extern "C" {
 #include <initializer_list>
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -75,6 +80,7 @@ namespace
 struct Config {
 	uint64_t min_wait_ns = HPC_DEF_MIN_WAIT_US * 1000ULL;
 	bool blocking = false;
+	bool blocking_auto = true; // HPCMON_BLOCKING_WAIT=auto (the default)
 	long max_sleep_ns = 200000;
 	bool quiet = false;
 	std::string report_path;
@@ -101,6 +107,10 @@ struct State {
 	socklen_t addrlen = 0;
 	uint64_t sent = 0, dropped = 0;
 	uint64_t cpu0 = 0, nvcsw0 = 0, nivcsw0 = 0; // at MPI_Init: reported as deltas
+	// The main thread's CPU time when the last iteration closed, and when the
+	// present wait phase began (its first call): the compute phase's CPU
+	// time is their difference. Two reads per iteration.
+	uint64_t cpu_closed = 0, cpu_wait_began = 0;
 };
 
 Config cfg;
@@ -110,11 +120,16 @@ State st;
 // whatever the order of the dynamic initialisers.
 bool inert = false;
 
-inline uint64_t now_ns()
+inline uint64_t clock_ns(clockid_t c)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + ts.tv_nsec;
+}
+
+inline uint64_t now_ns()
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 void warn(const char *fmt, const char *what)
@@ -253,7 +268,9 @@ void load_config()
 {
 	cfg.min_wait_ns =
 		env_u64("HPCMON_MIN_WAIT_US", HPC_DEF_MIN_WAIT_US, HPC_MAX_MIN_WAIT_US) * 1000ULL;
-	cfg.blocking = env_u64("HPCMON_BLOCKING_WAIT", 0, 1) == 1;
+	const char *bw = getenv("HPCMON_BLOCKING_WAIT");
+	cfg.blocking_auto = !bw || !*bw || !strcmp(bw, "auto");
+	cfg.blocking = !cfg.blocking_auto && env_u64("HPCMON_BLOCKING_WAIT", 0, 1) == 1;
 	cfg.max_sleep_ns = static_cast<long>(env_u64("HPCMON_MAX_SLEEP_US", 200, 100000) * 1000);
 	if (cfg.max_sleep_ns < 1000)
 		cfg.max_sleep_ns = 1000;
@@ -303,7 +320,8 @@ void open_socket()
 	st.addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + strlen(path) + 1);
 }
 
-void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uint64_t end)
+void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uint64_t end,
+	     uint64_t cpu = 0)
 {
 	if (st.sock < 0)
 		return;
@@ -319,6 +337,7 @@ void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uin
 	r.run_ns = run;
 	r.wait_ns = wait;
 	r.end_ns = end;
+	r.cpu_ns = cpu;
 	if (sendto(st.sock, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL,
 		   reinterpret_cast<const sockaddr *>(&st.addr), st.addrlen) == sizeof(r))
 		st.sent++;
@@ -336,9 +355,34 @@ void usage_now(uint64_t &cpu, uint64_t &nvcsw, uint64_t &nivcsw)
 	nivcsw = static_cast<uint64_t>(ru.ru_nivcsw);
 }
 
+// Whether the ranks on this node outnumber the CPUs they may run on (the
+// union of their affinities): a polling wait then takes the CPU from a rank
+// that computes. Collective over MPI_COMM_WORLD (at MPI_Init).
+bool node_oversubscribed()
+{
+	MPI_Comm node;
+	if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+	    MPI_SUCCESS)
+		return false;
+	int local = 1;
+	PMPI_Comm_size(node, &local);
+	cpu_set_t mine, all;
+	CPU_ZERO(&mine);
+	CPU_ZERO(&all);
+	if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+		CPU_ZERO(&mine);
+	PMPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, node);
+	PMPI_Comm_free(&node);
+	const int cpus = CPU_COUNT(&all);
+	return cpus > 0 && local > cpus;
+}
+
 void after_init()
 {
 	load_config();
+	// auto: wait by sleeping where ranks share CPUs, by polling otherwise.
+	if (cfg.blocking_auto)
+		cfg.blocking = node_oversubscribed();
 	PMPI_Comm_rank(MPI_COMM_WORLD, &st.rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &st.size);
 	st.pid = static_cast<int32_t>(getpid());
@@ -348,6 +392,7 @@ void after_init()
 	open_socket();
 	usage_now(st.cpu0, st.nvcsw0, st.nivcsw0);
 	st.t_init = st.last_exit = now_ns();
+	st.cpu_closed = st.cpu_wait_began = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	publish(HPCMON_HELLO, 0, 0, 0, st.t_init);
 	st.active = true;
 }
@@ -358,7 +403,11 @@ void close_iteration(uint64_t end)
 		st.iter_run.push_back(st.run);
 	st.sum_run += st.run;
 	st.sum_wait += st.wait;
-	publish(HPCMON_ITERATION, st.nr_iter, st.run, st.wait, end);
+	const uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	const uint64_t work =
+		st.cpu_wait_began > st.cpu_closed ? st.cpu_wait_began - st.cpu_closed : 0;
+	st.cpu_closed = cpu;
+	publish(HPCMON_ITERATION, st.nr_iter, st.run, st.wait, end, work);
 	st.nr_iter++;
 	st.run = 0;
 	st.wait = 0;
@@ -388,6 +437,9 @@ public:
 		st.depth++;
 		t_in_ = now_ns();
 		account_gap(t_in_);
+		// The first call of a wait phase: the compute phase ends here.
+		if (!st.wait)
+			st.cpu_wait_began = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	}
 	~Phase()
 	{

@@ -61,7 +61,7 @@ import socket, struct, sys, time
 path, a, b, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
-    return struct.pack("=IHHiiiIQQQQ", 0x48504331, 1, kind, pid, rank, 2, 7, it, run, wait, end)
+    return struct.pack("=IHHiiiIQQQQQ", 0x48504331, 2, kind, pid, rank, 2, 7, it, run, wait, end, 0)
 for pid, rank in ((a, 0), (b, 1)):
     s.sendto(rec(2, pid, rank), path)
 time.sleep(0.3)
@@ -82,7 +82,7 @@ cpus="0,1"; [ "$ncpu" -lt 2 ] && cpus=0
 start_spin 60; a=$!
 start_spin 60; b=$!
 orig_cg=$(cg_of $a)
-"$hpcd" --pid $a --pid $b --prio 4 --prio 6 --cpus $cpus --group-weight 10000 2>"$work/hpcd1.log" &
+"$hpcd" --mode smt-emul --pid $a --pid $b --prio 4 --prio 6 --cpus $cpus --group-weight 10000 2>"$work/hpcd1.log" &
 d=$!; pids+=($d)
 if wait_for 5 ctl_up && wait_for 3 'test "$(quota_of $a)" = "1750 10000" -a "$(quota_of $b)" = "7000 10000"'; then
 	ok "static pair (4,6): light quota $(quota_of $a), heavy $(quota_of $b) = hpc_smt_speed 175/700 permille of 10 ms"
@@ -148,7 +148,7 @@ check "SIGTERM: affinity restored ($(affinity $a))" test "$(affinity $a)" = "$or
 check "SIGTERM: hpcd's cgroups removed" test ! -e "$root/hpcsched/hpcd-$d"
 
 # --- 3. SIGKILL: the guardian undoes everything ------------------------------------
-"$hpcd" --pid $a --pid $b --prio 6 --prio 4 --cpus $cpus 2>"$work/hpcd2.log" &
+"$hpcd" --mode smt-emul --pid $a --pid $b --prio 6 --prio 4 --cpus $cpus 2>"$work/hpcd2.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 if wait_for 3 'test "$(quota_of $a)" = "7000 10000"'; then ok "before SIGKILL: throttled ($(quota_of $a), $(quota_of $b))"; else nok "before SIGKILL: quota not set" "$(quota_of $a)"; fi
@@ -167,7 +167,7 @@ check "after SIGKILL: no quota on their cgroup ($(quota_of $a))" bash -c "q='$(q
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 start_spin 60; a=$!
 start_spin 60 10 100; b=$!   # computes 10 ms (CPU time), sleeps 100 ms
-"$hpcd" --pid $a --pid $b --cpus $cpus --group-weight 10000 2>"$work/hpcd3.log" &
+"$hpcd" --mode smt-emul --pid $a --pid $b --cpus $cpus --group-weight 10000 2>"$work/hpcd3.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 if wait_for 10 'test "$(task_json $a prio 2>/dev/null)" = 6'; then
@@ -187,7 +187,7 @@ kill -TERM $d; wait $d 2>/dev/null
 # --- 5. the monitor's datagrams: hello adopts ranks, iterations drive the core --
 start_spin 60; a=$!
 start_spin 60; b=$!
-"$hpcd" --cpus $cpus -v 2>"$work/hpcd4.log" &
+"$hpcd" --mode smt-emul --cpus $cpus -v 2>"$work/hpcd4.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 send_pair $a $b 4
@@ -205,7 +205,7 @@ kill -TERM $d; wait $d 2>/dev/null
 # --- 5b. ranks adopted from the monitor onto fewer CPUs than contexts: said ------
 start_spin 60; a=$!
 start_spin 60; b=$!
-"$hpcd" --cpus 0 2>"$work/hpcd5.log" &
+"$hpcd" --mode smt-emul --cpus 0 2>"$work/hpcd5.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 send_pair $a $b 1
@@ -217,8 +217,12 @@ kill -TERM $d; wait $d 2>/dev/null
 # --- 6. hpcctl run: starts hpcd, exits with the command's status ---------------------
 "$hpcctl" run --hpcd "$hpcd" -- sh -c 'exit 7'; rc=$?
 check "hpcctl run -- sh -c 'exit 7': exit 7" test $rc -eq 7
-out=$("$hpcctl" run --hpcd "$hpcd" --heuristic adaptive -- sh -c 'cat /proc/self/cgroup'); rc=$?
-check "hpcctl run: the command runs in hpcd's cgroup" bash -c "[ $rc -eq 0 ] && echo '$out' | grep -q /hpcsched/hpcd-"
+out=$("$hpcctl" run --hpcd "$hpcd" --heuristic adaptive --set mode=smt-emul -- sh -c 'cat /proc/self/cgroup'); rc=$?
+check "hpcctl run --set mode=smt-emul: the command runs in hpcd's cgroup" bash -c "[ $rc -eq 0 ] && echo '$out' | grep -q /hpcsched/hpcd-"
+wait_for 5 '! ctl_up'
+out=$("$hpcctl" run --hpcd "$hpcd" -- sh -c 'cat /proc/self/cgroup'); rc=$?
+check "hpcctl run (mode weight, one task, nothing to share): the command stays in its own cgroup" \
+	bash -c "[ $rc -eq 0 ] && ! echo '$out' | grep -q /hpcsched/hpcd-"
 wait_for 5 '! ctl_up'
 check "hpcctl run: the hpcd it started exits with its last task" bash -c "! '$hpcctl' --backend hpcd status >/dev/null 2>&1"
 "$hpcctl" run --hpcd "$hpcd" -- /nonexistent/cmd 2>/dev/null; rc=$?
@@ -226,18 +230,27 @@ check "hpcctl run -- /nonexistent/cmd: exit 127" test $rc -eq 127
 "$hpcctl" run --hpcd "$hpcd" --set bogus=1 -- true 2>/dev/null; rc=$?
 check "hpcctl run --set bogus=1: exit 2" test $rc -eq 2
 
-# --- 6b. weight mode: both contexts share a CPU, weights, no quota -------------
+# --- 6b. weight mode (the default): real CPUs, weights, no quota ----------------
 start_spin 60; a=$!
 start_spin 60; b=$!
-"$hpcd" --pid $a --pid $b --mode weight --cpus $cpus 2>"$work/hpcd5.log" &
+"$hpcd" --pid $a --pid $b --cpus $cpus 2>"$work/hpcd5.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
-wait_for 3 'test "$(affinity $a)" = 0'
-check "weight mode: both contexts on CPU 0 ($(affinity $a)/$(affinity $b))" test "$(affinity $a)/$(affinity $b)" = "0/0"
+check "weight mode is the default ($("$hpcctl" get mode), backend $("$hpcctl" get backend))" \
+	test "$("$hpcctl" get mode)/$("$hpcctl" get backend)" = weight/cgroup-weight
+check "weight mode: as many tasks as CPUs are not pinned ($(affinity $a)/$(affinity $b))" \
+	test "$(affinity $a)/$(affinity $b)" = "$orig_aff/$orig_aff"
 if [ "$ver" = v1 ]; then w=$(cat "$root$(cg_of $a)/cpu.shares"); else w=$(cat "$root$(cg_of $a)/cpu.weight"); fi
 check "weight mode: no quota ($(quota_of $a)), weight written ($w)" bash -c "case '$(quota_of $a)' in -1*|max*) [ -n '$w' ];; *) exit 1;; esac"
-"$hpcctl" set mode=quota >/dev/null
-check "mode=quota at run time: contexts on CPUs of their own again" wait_for 3 'test "$(affinity $a)/$(affinity $b)" = "${cpus%%,*}/${cpus##*,}"'
+check "weight mode: hpcd says what it does" grep -q "mode weight: ranks keep the real CPUs" "$work/hpcd5.log"
+"$hpcctl" set mode=smt-emul >/dev/null
+check "mode=smt-emul at run time: contexts on CPUs of their own" wait_for 3 'test "$(affinity $a)/$(affinity $b)" = "${cpus%%,*}/${cpus##*,}"'
+check "mode=smt-emul: hpcd says what the emulation costs" grep -q "mode smt-emul: .* up to about 2x slower" "$work/hpcd5.log"
+"$hpcctl" set mode=weight >/dev/null
+check "mode=weight again: the tasks' own CPUs back ($(affinity $a))" wait_for 3 'test "$(affinity $a)/$(affinity $b)" = "$orig_aff/$orig_aff"'
+"$hpcctl" set mode=turbo >"$work/o" 2>&1; rc=$?
+check "hpcctl set mode=turbo: exit 2, names the modes, nothing changed" \
+	test $rc -eq 2 -a "$("$hpcctl" get mode)" = weight -a -n "$(grep -l 'weight or smt-emul' "$work/o")"
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 

@@ -24,7 +24,8 @@ TEST(Control, GetAllAndOne)
 	EXPECT_EQ(r["values"]["heuristic"], "uniform");
 	EXPECT_EQ(r["values"]["emul_period_us"], "10000");
 	EXPECT_EQ(r["values"]["prio_range"], "1 6");
-	EXPECT_EQ(r["values"]["backend"], "cgroup-quota");
+	EXPECT_EQ(r["values"]["backend"], "cgroup-weight"); // the default mode
+	EXPECT_EQ(r["values"]["mode"], "weight");
 	r = call(e, h, R"({"cmd":"get","key":"min_wait_us"})");
 	ASSERT_TRUE(r["ok"]);
 	EXPECT_EQ(r["values"].size(), 1u);
@@ -98,7 +99,16 @@ TEST(Control, DaemonKnobs)
 	ControlHooks h;
 	auto r = call(
 		e, h,
-		R"({"cmd":"set","settings":["mode=weight","balance=off","emul_period_us=20000","window=3","wait_weight=5"]})");
+		R"({"cmd":"set","settings":["mode=smt-emul","balance=off","emul_period_us=20000","window=3"]})");
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	EXPECT_EQ(e.s.mode, Mode::SmtEmul);
+	EXPECT_EQ(r["values"]["backend"], "cgroup-quota");
+	EXPECT_EQ(r["values"]["mode"], "smt-emul");
+	r = call(e, h, R"({"cmd":"set","settings":["mode=quota"]})"); // its former name
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	EXPECT_EQ(r["values"]["mode"], "smt-emul");
+	EXPECT_EQ(call(e, h, R"({"cmd":"set","settings":["wait_weight=5"]})")["kind"], "bad_key");
+	r = call(e, h, R"({"cmd":"set","settings":["mode=weight"]})");
 	ASSERT_TRUE(r["ok"]) << r.dump();
 	EXPECT_EQ(e.s.mode, Mode::Weight);
 	EXPECT_FALSE(e.s.balance);
@@ -153,6 +163,7 @@ TEST(Control, MalformedRequests)
 TEST(Control, ListAddRemoveStatus)
 {
 	Engine e;
+	e.s.mode = Mode::SmtEmul; // emulated cores: pairs of CPUs
 	e.cpus = {0, 1};
 	ControlHooks h;
 	h.add = [&](int pid, const std::string &name, bool launcher) {
@@ -183,6 +194,12 @@ TEST(Control, ListAddRemoveStatus)
 	EXPECT_EQ(call(e, h, R"({"cmd":"list"})")["tasks"].size(), 1u);
 	auto g = call(e, h, R"({"cmd":"get","key":"smt_pairs"})");
 	EXPECT_EQ(g["values"]["smt_pairs"], "0 -\n");
+	e.s.mode = Mode::Weight; // no emulated cores: no pairs
+	e.place();
+	g = call(e, h, R"({"cmd":"get","key":"smt_pairs"})");
+	EXPECT_EQ(g["values"]["smt_pairs"], "");
+	e.s.mode = Mode::SmtEmul;
+	e.place();
 	// A launcher: not paired, not placed.
 	EXPECT_EQ(call(e, h, R"({"cmd":"add","pid":50,"launcher":"yes"})")["kind"], "bad_request");
 	EXPECT_TRUE(call(e, h, R"({"cmd":"add","pid":50,"name":"mpirun","launcher":true})")["ok"]);

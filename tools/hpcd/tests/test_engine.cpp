@@ -36,6 +36,7 @@ TEST(SmtQuota, UnthrottledWhenAloneOrSiblingWaits)
 TEST(Engine, PollingWaitsKeepASleepingSiblingBusy)
 {
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.cpus = {0, 1};
 	e.add(10, "light", "d", -1, 0);
 	e.add(20, "heavy", "d", -1, 0);
@@ -70,6 +71,7 @@ TEST(SmtQuota, KernelMinimumQuota)
 TEST(Engine, PairsInOrderAndPlacesOnCpus)
 {
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.cpus = {0, 1, 2, 3};
 	e.add(10, "a", "d", -1, 0);
 	e.add(20, "b", "d", -1, 0);
@@ -86,6 +88,7 @@ TEST(Engine, PairsInOrderAndPlacesOnCpus)
 TEST(Engine, RanksOrderedByRankAndLaunchersSkipped)
 {
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.cpus = {0, 1};
 	e.add(5, "mpirun", "d", -1, 0);
 	e.add(13, "r3", "j", 3, 0);
@@ -114,6 +117,7 @@ TEST(Engine, RecordsDriveThePolicyCore)
 	// 75 %): the core raises the heavy one, step by step, to max_prio 6.
 	// Records of one barrier arrive in either order.
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.cpus = {0, 1};
 	e.add(100, "heavy", "j", 0, 0);
 	e.add(101, "light", "j", 1, 0);
@@ -160,6 +164,7 @@ TEST(Engine, SilentCriticalPathJudgedBySibling)
 	// judged when its sibling closes an iteration (hpc_task_sibling_judge):
 	// busy (100 %) next to a low sibling, one step up; nothing closes.
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.add(1, "busy", "d", -1, 0);
 	e.add(2, "light", "d", -1, 0);
 	e.sleep(2, 250 * ms);
@@ -170,6 +175,7 @@ TEST(Engine, SilentCriticalPathJudgedBySibling)
 	EXPECT_EQ(e.find(1)->t.prio, 5u);
 	// A monitored rank silent for more than two sibling iterations too.
 	Engine m;
+	m.s.mode = Mode::SmtEmul;
 	m.add(1, "r0", "j", 0, 0);
 	m.add(2, "r1", "j", 1, 0);
 	m.record(rec(2, 1, 0, 250 * ms, 750 * ms, 1000 * ms));
@@ -189,6 +195,7 @@ TEST(Engine, SilentCriticalPathJudgedBySibling)
 TEST(Engine, ProcEventsCloseIterations)
 {
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.add(1, "a", "d", -1, 0);
 	e.sleep(1, 100 * ms);
 	EXPECT_TRUE(e.wakeup(1, 400 * ms));
@@ -203,6 +210,7 @@ TEST(Engine, RecordOrderDoesNotMatter)
 	// Heavy first or light first: the same decisions (records are paired).
 	for (bool heavy_first : {true, false}) {
 		Engine e;
+	e.s.mode = Mode::SmtEmul;
 		e.add(100, "heavy", "j", 0, 0);
 		e.add(101, "light", "j", 1, 0);
 		for (int i = 0; i < 3; i++) {
@@ -223,6 +231,7 @@ TEST(Engine, SettleClosesTheHeldRecordOfALeavingRank)
 	// The last record of a rank is held for its sibling's, which never
 	// comes: the rank exits. settle() closes that last iteration.
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.add(100, "heavy", "j", 0, 0);
 	e.add(101, "light", "j", 1, 0);
 	EXPECT_FALSE(e.record(rec(100, 0, 0, 900 * ms, 100 * ms, 1000 * ms)));
@@ -238,6 +247,7 @@ TEST(Engine, SettleClosesTheHeldRecordOfALeavingRank)
 TEST(Engine, BadRecordsIgnored)
 {
 	Engine e;
+	e.s.mode = Mode::SmtEmul;
 	e.add(1, "a", "d", -1, 0);
 	auto r = rec(1, 0, 0, 10 * ms, 10 * ms, 20 * ms);
 	r.magic = 0;
@@ -256,38 +266,153 @@ TEST(WindowWeights, HandComputed)
 	EXPECT_EQ(window_weights({1, 1000000}, 100), (std::vector<uint32_t>{1, 200}));
 }
 
-TEST(WeightMode, Algorithm1SlidingWindow)
+TEST(Modes, NamesAndDefault)
 {
-	// Two emulated cores, barrier-synchronised, every rank reporting its own
-	// iterations (the rank on the critical path waits 1 ms at the barrier).
+	EXPECT_EQ(Settings{}.mode, Mode::Weight);
+	EXPECT_EQ(parse_mode("weight"), Mode::Weight);
+	EXPECT_EQ(parse_mode("smt-emul"), Mode::SmtEmul);
+	EXPECT_EQ(parse_mode("quota"), Mode::SmtEmul); // the emulation's former name
+	EXPECT_EQ(parse_mode("turbo"), std::nullopt);
+	EXPECT_STREQ(mode_name(Mode::Weight), "weight");
+	EXPECT_STREQ(mode_name(Mode::SmtEmul), "smt-emul");
+}
+
+TEST(PlaceByLoad, HeavyRanksOnDifferentCpus)
+{
+	// MetBench's shape in rank order and with both heavy ranks first: each
+	// CPU gets one heavy and one light rank.
+	EXPECT_EQ(place_by_load({500, 2000, 500, 2000}, 2), (std::vector<int>{0, 0, 1, 1}));
+	EXPECT_EQ(place_by_load({2000, 2000, 500, 500}, 2), (std::vector<int>{0, 1, 0, 1}));
+	// A master with no work goes last, to the CPU with fewer tasks (the
+	// first among equals).
+	EXPECT_EQ(place_by_load({0, 500, 2000, 500, 2000}, 2),
+		  (std::vector<int>{0, 0, 0, 1, 1}));
+	EXPECT_EQ(busiest_cpu_load({500, 2000, 500, 2000}, {0, 0, 1, 1}, 2), 2500u);
+	EXPECT_EQ(busiest_cpu_load({500, 2000, 500, 2000}, {0, 1, 0, 1}, 2), 4000u);
+	// Equal loads: spread by count. No CPU: everything on index 0.
+	EXPECT_EQ(place_by_load({7, 7, 7, 7}, 2), (std::vector<int>{0, 1, 0, 1}));
+	EXPECT_EQ(place_by_load({1, 2}, 0), (std::vector<int>{0, 0}));
+}
+
+namespace
+{
+// A weight-mode engine with `n` ranks of one job on `cpus`.
+Engine weight_engine(int n, std::vector<int> cpus)
+{
 	Engine e;
 	e.s.mode = Mode::Weight;
 	e.s.window = 2;
-	e.s.wait_weight = 10;
-	e.cpus = {0, 1};
-	e.add(1, "a", "j", 0, 0);
-	e.add(2, "b", "j", 1, 0);
-	e.add(3, "c", "j", 2, 0);
-	e.add(4, "d", "j", 3, 0);
-	// Both contexts of a core share one CPU in weight mode.
-	EXPECT_EQ(e.find(1)->cpu, 0);
-	EXPECT_EQ(e.find(2)->cpu, 0);
-	EXPECT_EQ(e.find(3)->cpu, 1);
-	auto w = [&](int pid) { return e.find(pid)->weight; };
-	auto it = [&](int i, const int(&run)[4], uint64_t end) {
-		for (int k = 0; k < 4; k++)
-			e.record(rec(k + 1, k, i, run[k] * ms, (400 - run[k]) * ms, end * ms));
-	};
+	e.cpus = std::move(cpus);
+	for (int k = 0; k < n; k++)
+		e.add(k + 1, "r", "j", k, 0);
+	return e;
+}
 
-	// Iteration 0 (0..400 ms): a 100, b 399, c 200, d 399 of compute.
+// One barrier: every rank's record for iteration `i` ending at `end` ms,
+// compute wall time `run` ms and CPU time `cpu` ms.
+void barrier(Engine &e, uint64_t i, const std::vector<uint64_t> &run,
+	     const std::vector<uint64_t> &cpu, uint64_t end)
+{
+	for (size_t k = 0; k < run.size(); k++) {
+		auto r = rec(static_cast<int>(k + 1), static_cast<int>(k), i, run[k] * ms,
+			     (400 - run[k]) * ms, end * ms);
+		r.cpu_ns = cpu[k] * ms;
+		e.record(r);
+	}
+}
+} // namespace
+
+TEST(WeightMode, TheKernelPlacesAsManyRanksAsCpus)
+{
+	Engine e = weight_engine(2, {0, 1});
+	EXPECT_FALSE(e.needs_cgroups()); // nothing to share: hpcd only watches
+	EXPECT_EQ(e.find(1)->cpu, -1);
+	EXPECT_EQ(e.find(2)->cpu, -1);
+	barrier(e, 0, {100, 399}, {100, 399}, 400);
+	EXPECT_EQ(e.find(1)->cpu, -1); // pinning gains nothing
+	EXPECT_EQ(e.find(2)->cpu, -1);
+	EXPECT_EQ(e.find(1)->weight, 40u); // 100 / 499 of 200 units
+	EXPECT_EQ(e.find(2)->weight, 160u);
+	e.plan();
+	EXPECT_EQ(e.find(1)->quota.quota_us, -1); // never throttled
+	e.add(3, "r", "j", 2, 0); // more ranks than CPUs: weights matter
+	EXPECT_TRUE(e.needs_cgroups());
+	e.remove(3);
+	e.real_smt = true; // real SMT threads: the lighter one may be held back
+	EXPECT_TRUE(e.needs_cgroups());
+	e.real_smt = false;
+	e.s.mode = Mode::SmtEmul; // the emulation always throttles
+	EXPECT_TRUE(e.needs_cgroups());
+}
+
+TEST(WeightMode, MoreRanksThanCpusPlacedByMeasuredLoad)
+{
+	// Ranks 0 and 1 heavy, 2 and 3 light: rank order alone would put both
+	// heavy ranks on one CPU.
+	Engine e = weight_engine(4, {0, 1});
+	for (int p = 1; p <= 4; p++)
+		EXPECT_EQ(e.find(p)->cpu, -1); // loads unknown: the kernel places them
+	barrier(e, 0, {399, 399, 100, 100}, {399, 399, 100, 100}, 400);
+	EXPECT_NE(e.find(1)->cpu, e.find(2)->cpu);
+	EXPECT_NE(e.find(3)->cpu, e.find(4)->cpu);
+	EXPECT_GE(e.find(1)->cpu, 0);
+	const int cpu1 = e.find(1)->cpu;
+	// Noise does not move anybody: placement changes only when it gains >10 %.
+	barrier(e, 1, {399, 380, 110, 100}, {399, 380, 110, 100}, 800);
+	EXPECT_EQ(e.find(1)->cpu, cpu1);
+	// The loads move (ranks 0 and 2 heavy, both on one CPU now): once the
+	// window says so, they go to different CPUs.
+	barrier(e, 2, {399, 100, 399, 100}, {399, 100, 399, 100}, 1200);
+	barrier(e, 3, {399, 100, 399, 100}, {399, 100, 399, 100}, 1600);
+	EXPECT_NE(e.find(1)->cpu, e.find(3)->cpu);
+	EXPECT_NE(e.find(2)->cpu, e.find(4)->cpu);
+	// A new rank: loads unknown again, the kernel places everyone.
+	e.add(5, "r", "j", 4, 0);
+	EXPECT_EQ(e.find(1)->cpu, -1);
+}
+
+TEST(WeightMode, WeightsFollowCpuWorkNotTheirOwnEffect)
+{
+	// Heavy and light rank on one CPU. With equal weights the light rank
+	// computes 500 ms of CPU in 1000 ms, the heavy one 2000 in 3500; with
+	// weights 1:4 both compute for 2500 ms. Weights from wall time would
+	// then fall back to 1:1 (and the imbalance return); from CPU time they
+	// stay.
+	Engine e = weight_engine(2, {0});
+	auto w = [&](int pid) { return e.find(pid)->weight; };
+	barrier(e, 0, {100, 350}, {50, 200}, 400); // (times in tens of ms)
+	EXPECT_EQ(w(1), 40u);
+	EXPECT_EQ(w(2), 160u);
+	for (uint64_t i = 1; i < 6; i++) {
+		barrier(e, i, {250, 250}, {50, 200}, 400 * (i + 1));
+		EXPECT_EQ(w(1), 40u) << i;
+		EXPECT_EQ(w(2), 160u) << i;
+	}
+	// Without the CPU time (an older monitor, /proc sampling) the compute
+	// time stands in.
+	auto r = rec(1, 0, 6, 300 * ms, 100 * ms, 2800 * ms);
+	e.record(r);
+	r = rec(2, 1, 6, 100 * ms, 300 * ms, 2800 * ms);
+	e.record(r);
+	// windows: rank 1 {50, 300} mean 175, rank 2 {200, 100} mean 150.
+	EXPECT_EQ(w(1), 108u);
+	EXPECT_EQ(w(2), 92u);
+}
+
+TEST(WeightMode, Algorithm1SlidingWindow)
+{
+	// Two CPUs, four ranks, barrier-synchronised, every rank reporting its
+	// own iterations (the rank on the critical path waits 1 ms).
+	Engine e = weight_engine(4, {0, 1});
+	auto w = [&](int pid) { return e.find(pid)->weight; };
+	auto it = [&](uint64_t i, const std::vector<uint64_t> &run, uint64_t end) {
+		barrier(e, i, run, run, end);
+	};
+	// Iteration 0: until every rank has reported, weights stay.
 	e.record(rec(1, 0, 0, 100 * ms, 300 * ms, 400 * ms));
-	EXPECT_TRUE(e.find(1)->pending); // held until its sibling's record
-	EXPECT_EQ(w(1), 100u);
 	e.record(rec(2, 1, 0, 399 * ms, 1 * ms, 400 * ms));
-	EXPECT_FALSE(e.find(1)->pending);
-	EXPECT_EQ(w(1), 10u); // reported, the others have not: waitValue
-	EXPECT_EQ(w(2), 10u);
 	e.record(rec(3, 2, 0, 200 * ms, 200 * ms, 400 * ms));
+	EXPECT_EQ(w(1), 100u);
 	EXPECT_EQ(w(4), 100u);
 	e.record(rec(4, 3, 0, 399 * ms, 1 * ms, 400 * ms));
 	// All reported: exeT 100, 399, 200, 399 of 1098; 4 x 100 units.
@@ -295,24 +420,60 @@ TEST(WeightMode, Algorithm1SlidingWindow)
 	EXPECT_EQ(w(2), 145u);
 	EXPECT_EQ(w(3), 73u);
 	EXPECT_EQ(w(4), 145u);
-
-	// Iteration 1 (400..800): a 300, b 399, c 100, d 399.
+	// Iteration 1: a 300, b 399, c 100, d 399: window means 200, 399, 150, 399.
 	it(1, {300, 399, 100, 399}, 800);
-	// windows 400, 798, 300, 798 of 2296
 	EXPECT_EQ(w(1), 70u);
 	EXPECT_EQ(w(2), 139u);
 	EXPECT_EQ(w(3), 52u);
 	EXPECT_EQ(w(4), 139u);
-
-	// Iteration 2 (800..1200): the load moves to a; iteration 0 leaves
-	// the window. a 399, b 100, c 200, d 399.
+	// Iteration 2: iteration 0 leaves the window (a 399, b 100, c 200, d 399).
 	it(2, {399, 100, 200, 399}, 1200);
-	// windows 699, 499, 300, 798 of 2296
 	EXPECT_EQ(w(1), 122u);
 	EXPECT_EQ(w(2), 87u);
 	EXPECT_EQ(w(3), 52u);
 	EXPECT_EQ(w(4), 139u);
-	// No quotas in weight mode.
+	e.plan();
+	EXPECT_EQ(e.find(1)->quota.quota_us, -1); // no quotas in weight mode
+}
+
+TEST(RealSmt, OnlyTheLighterThreadIsHeldBack)
+{
+	// The core's model (hpc_smt_real_duty): equal priorities, no throttle.
+	EXPECT_EQ(real_smt_quota(4, 4, true, 10000), (Quota{-1, 10000}));
+	EXPECT_EQ(real_smt_quota(6, 4, true, 10000), (Quota{-1, 10000}));
+	EXPECT_EQ(real_smt_quota(4, 6, true, 10000),
+		  (Quota{10 * static_cast<int64_t>(hpc_smt_real_duty(4, 6)), 10000}));
+	EXPECT_EQ(real_smt_quota(4, 6, false, 10000), (Quota{-1, 10000})); // sibling idle
+	// Below CFS's 1 ms: clamped; a longer period keeps the duty exact.
+	EXPECT_EQ(real_smt_quota(1, 6, true, 10000).quota_us, 1000);
+	EXPECT_EQ(real_smt_quota(1, 6, true, 100000).quota_us,
+		  100 * static_cast<int64_t>(hpc_smt_real_duty(1, 6)));
+}
+
+TEST(RealSmt, WeightModeOnHardwareThreads)
+{
+	Engine e = weight_engine(2, {0, 4}); // CPUs 0 and 4: threads of one core
+	e.real_smt = true;
+	e.place();
+	e.find(1)->static_prio = 4;
+	e.find(2)->static_prio = 6;
+	e.plan();
+	EXPECT_EQ(e.find(1)->cpu, 0);
+	EXPECT_EQ(e.find(2)->cpu, 4);
+	EXPECT_EQ(e.thread_sibling(*e.find(1))->pid, 2);
+	EXPECT_EQ(e.find(1)->quota, real_smt_quota(4, 6, true, e.s.period_us));
+	EXPECT_GT(e.find(1)->quota.quota_us, 0);
+	EXPECT_EQ(e.find(2)->quota.quota_us, -1); // the heavier thread: never
+	e.live(2, false); // the heavy thread waits: the light one runs alone
+	e.plan();
+	EXPECT_EQ(e.find(1)->quota.quota_us, -1);
+	// Not real SMT (or more ranks than threads): no quota at all.
+	e.live(2, true);
+	e.real_smt = false;
+	e.plan();
+	EXPECT_EQ(e.find(1)->quota.quota_us, -1);
+	e.real_smt = true;
+	e.add(3, "r", "j", 2, 0);
 	e.plan();
 	EXPECT_EQ(e.find(1)->quota.quota_us, -1);
 }

@@ -55,7 +55,7 @@ check(rc == 0, f"{MPI}: MetBench runs under LD_PRELOAD={LIBNAME}", f"rc={rc}\n{o
 rep = load_json(rep1)
 check("ranks" in rep and len(rep["ranks"]) == 5, "HPCMON_REPORT JSON parses, 5 ranks", rep)
 recs = rx.recs
-check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == 1 and r["size"] == 5
+check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == 2 and r["size"] == 5
                                    for r in recs),
       "every datagram is an hpcmon_record (magic, version, size 5)", f"bad={rx.bad}")
 pids = {r["rank"]: r["pid"] for r in recs}
