@@ -193,7 +193,9 @@ private:
 	std::map<int, Quota> applied_q_;
 	std::map<int, uint32_t> applied_w_;
 	std::map<int, int> applied_cpu_;
-	std::map<int, bool> in_cg_; // in its own cgroup (else in its original one)
+	// Where a task is: 1 its own cgroup, 0 its original one, -1 another of
+	// hpcd's (its launcher's, which it inherited).
+	std::map<int, int> in_cg_;
 	long timer_ns_ = 0;         // the sampling timer's present period
 	std::set<int> passed_; // under a launcher, not adopted (ignore_ranks, failed)
 	uint64_t last_scan_ = 0;
@@ -291,10 +293,10 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 		cg_.set_weight(t.cg, kWeightUnit);
 		// A launcher's children inherit its cgroup (that is how its ranks
 		// are found); a rank moves in when apply() says it needs to.
-		in_cg_[pid] = inside;
+		in_cg_[pid] = inside ? -1 : 0;
 		if (t.launcher) {
 			cg_.attach(t.cg, pid);
-			in_cg_[pid] = true;
+			in_cg_[pid] = 1;
 		}
 	} catch (const std::exception &ex) {
 		std::string err =
@@ -462,13 +464,13 @@ void Daemon::apply()
 		try {
 			// Into its own cgroup when quotas or weights are needed, back
 			// to where it was when not.
-			if (const bool want = t.launcher || own_cg; in_cg_[pid] != want) {
+			if (const int want = t.launcher || own_cg; in_cg_[pid] != want) {
 				cg_.attach(want ? t.cg : t.origin, pid);
 				in_cg_[pid] = want;
 			}
 			// Not pinned (weight mode, the kernel places it): its own
 			// CPUs again if hpcd pinned it before.
-			if (!t.launcher && t.cpu < 0 && applied_cpu_[pid] > 0) {
+			if (!t.launcher && t.cpu < 0 && applied_cpu_[pid] != 0) {
 				if (!set_affinity(pid, orig_cpus_[pid])) {
 					gone.push_back(pid);
 					continue;
@@ -927,7 +929,9 @@ int Daemon::run()
 		hooks_.status = [this] { return status(); };
 		hooks_.stat = [this](const Task &t) { return cg_.stat(t.cg); };
 		hooks_.changed = [this] {
-			applied_cpu_.clear(); // mode changes move tasks
+			// Mode changes move tasks: pin again, or give their CPUs back.
+			for (auto &[pid, c] : applied_cpu_)
+				c = -1;
 			apply();
 		};
 		hooks_.shutdown = [this] {

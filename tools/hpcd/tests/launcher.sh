@@ -50,7 +50,8 @@ all_gone() { ! alive "$1" && ! alive "$2" && [ ! -e "$3" ]; }
 
 # --- 1. hpcctl trace -- mpirun: the ranks are adopted, not mpirun --------------------
 # Four ranks without the monitor: found under mpirun, sampled from /proc.
-"$hpcctl" trace -o "$work/l.jsonl" --hpcd "$hpcd" --heuristic adaptive -- \
+# On the emulated SMT cores (mode smt-emul): one context per CPU, pinned.
+"$hpcctl" trace -o "$work/l.jsonl" --hpcd "$hpcd" --heuristic adaptive --set mode=smt-emul -- \
 	"${mpi[@]}" -np 4 "$spin" 4 20 10 >/dev/null 2>"$work/l.err" &
 tp=$!; pids+=($tp)
 wait_for 10 '[ "$("$hpcctl" --backend hpcd top --once --json 2>/dev/null |

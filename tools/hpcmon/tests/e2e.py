@@ -105,6 +105,28 @@ for rk in range(5):
           f"utilisation {u_m:.3f} vs {u_t:.3f})",
           f"trace run={t_run} wait={t_wait} monitor run={m_run} wait={m_wait}")
 
+# cpu_ns: the CPU time of each compute phase, which does not grow when ranks
+# share CPUs: the heavy workers' (loads 800) well above the light ones' (200),
+# and never above the compute time the same records give.
+cpu = {rk: sum(r["cpu_ns"] for r in iters[rk]) for rk in range(5)}
+run_ = {rk: sum(r["run_ns"] for r in iters[rk]) for rk in range(5)}
+check(all(0 < cpu[rk] <= run_[rk] * 1.02 + 2000000 for rk in range(1, 5))
+      and cpu[2] + cpu[4] > 2 * (cpu[1] + cpu[3]),
+      "records: cpu_ns of the compute phases, heavy workers > 2x light ones, <= run_ns",
+      f"cpu={cpu} run={run_}")
+# HPCMON_BLOCKING_WAIT unset (auto): 5 ranks sleep in their waits where they
+# outnumber the CPUs, and poll where they do not.
+ncpu = len(os.sched_getaffinity(0))
+check(rep.get("blocking_wait") is (5 > ncpu),
+      f"auto blocking wait: {rep.get('blocking_wait')} for 5 ranks on {ncpu} CPU(s)", rep)
+rep_few = os.path.join(tmp, "few.json")
+rc, out_few, err_few = monitored({"HPCD_SOCKET": "", "HPCMON_REPORT": rep_few, "HPCMON_QUIET": "1"},
+                                 "--loads", "20", "-n", "2", "--calibrate-ms", "0", np=2)
+few = load_json(rep_few)
+check(rc == 0 and few.get("blocking_wait") is (2 > ncpu),
+      f"auto blocking wait: {few.get('blocking_wait')} for 2 ranks on {ncpu} CPU(s)",
+      out_few + err_few)
+
 # The report: LIP (container paper) and POP efficiency from the per-rank compute.
 inc = [r["compute_ns"] for r in ranks if not r["ignored"]]
 if inc and min(inc) > 0:
