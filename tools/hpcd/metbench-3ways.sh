@@ -12,7 +12,7 @@
 #        "none": no hpcd, the monitor loaded; "plain": plain mpirun, neither
 #        hpcd nor the monitor, what a user compares with)
 #        GROUP_WEIGHT (10000: hpcd's tree against the rest of the machine;
-#        empty: hpcd's default, 100 per task, as much as the tasks had)
+#        empty: hpcd's default, which is the same)
 #        HPCD_ARGS (extra hpcd options, e.g. "--mode weight")
 #        MPIRUN_ARGS (extra mpirun options, e.g. "--mca mpi_yield_when_idle 0":
 #        Open MPI's waits poll without yielding)

@@ -254,6 +254,32 @@ check "hpcctl set mode=turbo: exit 2, names the modes, nothing changed" \
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 
+# --- 6b2. real SMT threads: the lighter thread held back, the heavier never ---
+# Only where a core has more than one hardware thread (not on every machine:
+# skipped, and said, elsewhere).
+sibs=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)
+sib_cpus=$(python3 -c "import sys
+s = sys.argv[1]
+c = [int(x) for p in s.split(',') if p for x in (range(int(p.split('-')[0]), int(p.split('-')[-1]) + 1))]
+print('%d,%d' % (c[0], c[1]) if len(c) > 1 else '')" "${sibs:-0}" 2>/dev/null)
+if [ -n "$sib_cpus" ]; then
+	start_spin 60; a=$!
+	start_spin 60; b=$!
+	"$hpcd" --pid $a --pid $b --prio 4 --prio 6 --cpus "$sib_cpus" 2>"$work/hpcd-smt.log" &
+	d=$!; pids+=($d)
+	wait_for 5 ctl_up
+	duty=$(grep -o 'e.g. [0-9]* permille' "$work/hpcd-smt.log" | grep -o '[0-9]*')
+	want=$((10000 * ${duty:-0} / 1000)); [ "$want" -ge 1000 ] || want=1000
+	check "real SMT ($sib_cpus): the lighter thread runs $duty permille of 10 ms ($(quota_of $a))" \
+		wait_for 3 "test \"\$(quota_of $a)\" = '$want 10000'"
+	check "real SMT: the heavier thread is never throttled ($(quota_of $b))" \
+		bash -c "case '$(quota_of $b)' in -1*|max*) exit 0;; esac; exit 1"
+	kill -TERM $d; wait $d 2>/dev/null
+	{ kill -9 $a $b; wait $a $b; } 2>/dev/null
+else
+	skip "real SMT: the lighter thread of a core held back" "CPU 0 has no SMT sibling (${sibs:-unknown})"
+fi
+
 # --- 6c. hpcctl against the kernel's sysfs (a fake one: same files) ------------
 k=$work/sysfs; mkdir -p "$k"
 for kv in low_util=65 high_util=85 min_prio=4 max_prio=6 global_weight=10 last_weight=90 \
