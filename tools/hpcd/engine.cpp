@@ -201,7 +201,7 @@ static uint64_t window_mean(const Task &t)
 // the two threads of core k. More tasks than CPUs: until their loads are
 // known the kernel places them; then by measured load, a new placement only
 // when it is more than 10 % better than the present one (so that noise
-// moves nobody).
+// moves nobody); loads within 25 % of each other are left to the kernel.
 void Engine::place_weight(const std::vector<Task *> &a)
 {
 	const size_t ncpu = cpus.size();
@@ -222,6 +222,14 @@ void Engine::place_weight(const std::vector<Task *> &a)
 		load.push_back(window_mean(*x));
 		auto it = std::find(cpus.begin(), cpus.end(), x->cpu);
 		now.push_back(it == cpus.end() ? -1 : static_cast<int>(it - cpus.begin()));
+	}
+	// Nearly equal loads: any spread is as good as another and the kernel
+	// spreads them itself; pinning would only take its freedom away.
+	const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+	if (*hi * 4 <= *lo * 5) {
+		for (Task *x : a)
+			x->cpu = -1;
+		return;
 	}
 	const auto best = place_by_load(load, ncpu);
 	const bool pinned = std::none_of(now.begin(), now.end(), [](int c) { return c < 0; });

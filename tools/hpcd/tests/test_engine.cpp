@@ -366,6 +366,11 @@ TEST(WeightMode, MoreRanksThanCpusPlacedByMeasuredLoad)
 	barrier(e, 3, {399, 100, 399, 100}, {399, 100, 399, 100}, 1600);
 	EXPECT_NE(e.find(1)->cpu, e.find(3)->cpu);
 	EXPECT_NE(e.find(2)->cpu, e.find(4)->cpu);
+	// Loads within 25 % of each other: nothing to gain, the kernel places them.
+	barrier(e, 4, {300, 320, 310, 300}, {300, 320, 310, 300}, 2000);
+	barrier(e, 5, {300, 320, 310, 300}, {300, 320, 310, 300}, 2400);
+	for (int p = 1; p <= 4; p++)
+		EXPECT_EQ(e.find(p)->cpu, -1) << p;
 	// A new rank: loads unknown again, the kernel places everyone.
 	e.add(5, "r", "j", 4, 0);
 	EXPECT_EQ(e.find(1)->cpu, -1);
