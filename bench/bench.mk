@@ -4,7 +4,9 @@
 #   make bench    MetBench and MetBenchVar (k = 15): baseline vs hpcd Uniform vs
 #                 hpcd Adaptive, gains vs the simulator's; hpcd's CPU cost per
 #                 task; libhpcmon's cost per MPI call; weight mode on a balanced
-#                 MetBench vs no hpcd (bench/bench.sh; as root, ~6 min on 2 CPUs);
+#                 MetBench vs no hpcd; every mode against plain mpirun on
+#                 balanced and imbalanced programs (bench/bench.sh; as root,
+#                 ~15 min on 2 CPUs);
 #                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
 #                 then Open MPI beside MPICH (bench-mpich, tools/mpich.mk);
 #                 then scx_hpc beside scx_simple in the QEMU guest (bench-scx:
