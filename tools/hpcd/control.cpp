@@ -12,8 +12,7 @@ namespace hpcd
 
 const std::vector<std::string> kKernelOnlyKnobs{"queue", "timeslice_us"};
 const std::vector<std::string> kReadOnlyKnobs{"backend", "prio_range", "smt_pairs"};
-const std::vector<std::string> kDaemonKnobs{"mode",   "balance",     "waits",
-					    "window", "ignore_ranks"};
+const std::vector<std::string> kDaemonKnobs{"mode", "balance", "waits", "window", "ignore_ranks"};
 
 const char *set_err_kind(SetErr e)
 {

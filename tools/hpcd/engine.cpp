@@ -20,6 +20,13 @@ std::optional<Mode> parse_mode(const std::string &name)
 	return std::nullopt;
 }
 
+// `permille` of `period_us`, at least CFS's smallest quota.
+static int64_t share_of(uint32_t period_us, uint32_t permille)
+{
+	const int64_t quota = static_cast<int64_t>(period_us) * permille / HPC_SMT_SCALE;
+	return std::max(quota, kMinQuotaUs);
+}
+
 Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
 		uint32_t period_us, unsigned dilation)
 {
@@ -33,8 +40,7 @@ Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_bus
 		q.quota_us = -1;
 		return q;
 	}
-	int64_t quota = static_cast<int64_t>(period_us) * speed / HPC_SMT_SCALE;
-	q.quota_us = std::max(quota, kMinQuotaUs);
+	q.quota_us = share_of(period_us, speed);
 	return q;
 }
 
@@ -43,8 +49,7 @@ Quota real_smt_quota(uint32_t own_prio, uint32_t sib_prio, bool sib_busy, uint32
 	const uint32_t duty = sib_busy ? hpc_smt_real_duty(own_prio, sib_prio) : HPC_SMT_SCALE;
 	if (duty >= HPC_SMT_SCALE)
 		return Quota{-1, period_us};
-	const int64_t quota = static_cast<int64_t>(period_us) * duty / HPC_SMT_SCALE;
-	return Quota{std::max(quota, kMinQuotaUs), period_us};
+	return Quota{share_of(period_us, duty), period_us};
 }
 
 std::vector<uint32_t> window_weights(const std::vector<uint64_t> &exe_t, uint32_t units)
@@ -233,7 +238,8 @@ void Engine::place_weight(const std::vector<Task *> &a)
 	}
 	const auto best = place_by_load(load, ncpu);
 	const bool pinned = std::none_of(now.begin(), now.end(), [](int c) { return c < 0; });
-	if (pinned && busiest_cpu_load(load, now, ncpu) * 10 <= busiest_cpu_load(load, best, ncpu) * 11)
+	if (pinned &&
+	    busiest_cpu_load(load, now, ncpu) * 10 <= busiest_cpu_load(load, best, ncpu) * 11)
 		return;
 	for (size_t k = 0; k < a.size(); k++)
 		a[k]->cpu = cpus[best[k]];
@@ -251,10 +257,20 @@ Task *Engine::sibling(const Task &t)
 
 Task *Engine::thread_sibling(const Task &t)
 {
-	// One task per hardware thread only: ranks that share threads are
-	// balanced by their weights.
+	return thread_sibling(t, one_per_thread());
+}
+
+// One task per hardware thread only: ranks that share threads are balanced
+// by their weights.
+bool Engine::one_per_thread()
+{
+	return real_smt && active().size() <= cpus.size();
+}
+
+Task *Engine::thread_sibling(const Task &t, bool one_per_thread)
+{
 	auto it = std::find(cpus.begin(), cpus.end(), t.cpu);
-	if (!real_smt || t.cpu < 0 || it == cpus.end() || active().size() > cpus.size())
+	if (!one_per_thread || t.cpu < 0 || it == cpus.end())
 		return nullptr;
 	const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
 	if (other >= cpus.size())
@@ -418,13 +434,14 @@ void Engine::params_changed()
 void Engine::plan()
 {
 	const unsigned dil = dilation();
+	const bool threads = s.mode == Mode::Weight && one_per_thread();
 	for (auto &[pid, t] : tasks) {
 		if (t.launcher) {
 			t.quota = Quota{-1, s.period_us};
 			continue;
 		}
 		if (s.mode == Mode::Weight) {
-			Task *sib = thread_sibling(t);
+			Task *sib = thread_sibling(t, threads);
 			t.quota = sib ? real_smt_quota(applied_prio(t), applied_prio(*sib),
 						       sib->live_runnable, s.period_us)
 				      : Quota{-1, s.period_us};

@@ -180,6 +180,8 @@ public:
 private:
 	void closed(Task &t, uint64_t now);
 	void place_weight(const std::vector<Task *> &a);
+	bool one_per_thread();
+	Task *thread_sibling(const Task &t, bool one_per_thread);
 	bool apply_records(Task *x, Task *y);
 	uint64_t seq_ = 0;
 	std::map<std::string, uint64_t> job_seq_;

@@ -53,19 +53,6 @@ struct Opts {
 	uint32_t group_weight = 0;
 };
 
-// Every pair cpus[2k], cpus[2k+1] is two hardware threads of one core.
-bool pairs_are_threads(const std::vector<int> &cpus, const Topology &topo)
-{
-	if (cpus.size() < 2 || !topo.smt())
-		return false;
-	for (size_t k = 0; k + 1 < cpus.size(); k += 2) {
-		auto sib = topo.siblings(cpus[k]);
-		if (std::find(sib.begin(), sib.end(), cpus[k + 1]) == sib.end())
-			return false;
-	}
-	return true;
-}
-
 // What a mode does to the programs it manages, said when it is chosen.
 std::string mode_cost(Mode m)
 {
@@ -196,7 +183,7 @@ private:
 	// Where a task is: 1 its own cgroup, 0 its original one, -1 another of
 	// hpcd's (its launcher's, which it inherited).
 	std::map<int, int> in_cg_;
-	long timer_ns_ = 0;         // the sampling timer's present period
+	long timer_ns_ = 0;    // the sampling timer's present period
 	std::set<int> passed_; // under a launcher, not adopted (ignore_ranks, failed)
 	uint64_t last_scan_ = 0;
 	uint32_t group_w_ = 0;
@@ -516,10 +503,10 @@ void Daemon::arm_timer()
 	if (timer_ < 0)
 		return;
 	long ns = static_cast<long>(o_.sample_ms * 1e6);
-	const bool watch_only =
-		e.s.mode == Mode::Weight && !e.needs_cgroups() &&
-		std::all_of(e.tasks.begin(), e.tasks.end(),
-			    [](const auto &kv) { return kv.second.monitored || kv.second.launcher; });
+	const bool watch_only = e.s.mode == Mode::Weight && !e.needs_cgroups() &&
+				std::all_of(e.tasks.begin(), e.tasks.end(), [](const auto &kv) {
+					return kv.second.monitored || kv.second.launcher;
+				});
 	if (watch_only && !e.tasks.empty())
 		ns = std::max(ns, 50000000L);
 	if (ns == timer_ns_)
@@ -883,10 +870,11 @@ int Daemon::run()
 	e.cpus = smt_order(cpus, topo_);
 	e.real_smt = pairs_are_threads(e.cpus, topo_);
 	if (e.real_smt)
-		log(fmt::format("real SMT: CPUs {} pair as hardware threads of one core; in mode "
-				"weight the lighter thread of a busy core runs hpc_smt_real_duty() of "
-				"each period (e.g. {} permille at priorities 4 beside 6)",
-				format_cpulist(e.cpus), hpc_smt_real_duty(4, 6)));
+		log(fmt::format(
+			"real SMT: CPUs {} pair as hardware threads of one core; in mode "
+			"weight the lighter thread of a busy core runs hpc_smt_real_duty() of "
+			"each period (e.g. {} permille at priorities 4 beside 6)",
+			format_cpulist(e.cpus), hpc_smt_real_duty(4, 6)));
 	if (o_.prios.size() > o_.pids.size()) {
 		log("--prio: more priorities than --pid");
 		return 2;
@@ -964,14 +952,14 @@ int Daemon::run()
 				e.find(pid)->static_prio = o_.prios[i];
 		}
 		apply();
-		log(fmt::format(
-			"ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {} "
-			"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
-			"node(s))",
-			o_.control, o_.monitor, cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
-			cg_.instance_dir(), mode_name(e.s.mode),
-			format_cpulist(e.cpus), topo_.packages, topo_.cores, topo_.cpus.size(),
-			topo_.smt() ? "SMT" : "no SMT", topo_.numa_nodes.size()));
+		log(fmt::format("ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {} "
+				"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
+				"node(s))",
+				o_.control, o_.monitor,
+				cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
+				cg_.instance_dir(), mode_name(e.s.mode), format_cpulist(e.cpus),
+				topo_.packages, topo_.cores, topo_.cpus.size(),
+				topo_.smt() ? "SMT" : "no SMT", topo_.numa_nodes.size()));
 
 		while (running_) {
 			std::vector<pollfd> fds{{sig_, POLLIN, 0},

@@ -144,6 +144,19 @@ std::optional<Topology> load_topology(std::string &err, const std::string &synth
 	return topo;
 }
 
+// Every pair cpus[2k], cpus[2k+1] is two hardware threads of one core.
+bool pairs_are_threads(const std::vector<int> &cpus, const Topology &topo)
+{
+	if (cpus.size() < 2 || !topo.smt())
+		return false;
+	for (size_t k = 0; k + 1 < cpus.size(); k += 2) {
+		auto sib = topo.siblings(cpus[k]);
+		if (std::find(sib.begin(), sib.end(), cpus[k + 1]) == sib.end())
+			return false;
+	}
+	return true;
+}
+
 std::vector<int> smt_order(const std::vector<int> &cpus, const Topology &topo)
 {
 	std::vector<int> out;

@@ -46,6 +46,8 @@ std::optional<Topology> load_topology(std::string &err, const std::string &synth
 // 2k/2k+1; without SMT the order is kept (pairs of consecutive CPUs emulate
 // a core). CPUs the topology does not know keep their place.
 std::vector<int> smt_order(const std::vector<int> &cpus, const Topology &topo);
+// Every pair cpus[2k], cpus[2k+1] is two hardware threads of one core.
+bool pairs_are_threads(const std::vector<int> &cpus, const Topology &topo);
 
 std::vector<int> get_affinity(int pid);
 // Pin every thread of process `pid`. False if the process is gone.

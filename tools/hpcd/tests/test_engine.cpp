@@ -210,7 +210,7 @@ TEST(Engine, RecordOrderDoesNotMatter)
 	// Heavy first or light first: the same decisions (records are paired).
 	for (bool heavy_first : {true, false}) {
 		Engine e;
-	e.s.mode = Mode::SmtEmul;
+		e.s.mode = Mode::SmtEmul;
 		e.add(100, "heavy", "j", 0, 0);
 		e.add(101, "light", "j", 1, 0);
 		for (int i = 0; i < 3; i++) {
@@ -285,8 +285,7 @@ TEST(PlaceByLoad, HeavyRanksOnDifferentCpus)
 	EXPECT_EQ(place_by_load({2000, 2000, 500, 500}, 2), (std::vector<int>{0, 1, 0, 1}));
 	// A master with no work goes last, to the CPU with fewer tasks (the
 	// first among equals).
-	EXPECT_EQ(place_by_load({0, 500, 2000, 500, 2000}, 2),
-		  (std::vector<int>{0, 0, 0, 1, 1}));
+	EXPECT_EQ(place_by_load({0, 500, 2000, 500, 2000}, 2), (std::vector<int>{0, 0, 0, 1, 1}));
 	EXPECT_EQ(busiest_cpu_load({500, 2000, 500, 2000}, {0, 0, 1, 1}, 2), 2500u);
 	EXPECT_EQ(busiest_cpu_load({500, 2000, 500, 2000}, {0, 1, 0, 1}, 2), 4000u);
 	// Equal loads: spread by count. No CPU: everything on index 0.
@@ -335,7 +334,7 @@ TEST(WeightMode, TheKernelPlacesAsManyRanksAsCpus)
 	EXPECT_EQ(e.find(2)->weight, 160u);
 	e.plan();
 	EXPECT_EQ(e.find(1)->quota.quota_us, -1); // never throttled
-	e.add(3, "r", "j", 2, 0); // more ranks than CPUs: weights matter
+	e.add(3, "r", "j", 2, 0);                 // more ranks than CPUs: weights matter
 	EXPECT_TRUE(e.needs_cgroups());
 	e.remove(3);
 	e.real_smt = true; // real SMT threads: the lighter one may be held back
