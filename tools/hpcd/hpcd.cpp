@@ -141,9 +141,12 @@ public:
 	Engine e;
 
 private:
-	std::string add(int pid, const std::string &name, const std::string &job, int rank,
-			Via via);
-	std::string join_existing(Task &t, const std::string &job, int rank, Via via);
+	// `since`: when the task's history starts (the monitor's hello: when
+	// MPI_Init returned; 0: now).
+	std::string add(int pid, const std::string &name, const std::string &job, int rank, Via via,
+			uint64_t since = 0);
+	std::string join_existing(Task &t, const std::string &job, int rank, Via via,
+				  uint64_t since);
 	int launcher_above(int pid, bool mark);
 	void adopt_launched();
 	void announce(const Task &t);
@@ -200,8 +203,11 @@ private:
 // come from the monitor (it was sampled from /proc if found under a launcher).
 // What was sampled until now is the MPI start-up, not the application's
 // iterations: its history starts again, so that Uniform's global utilisation
-// and the trace's per-task table hold the monitored iterations only.
-std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via via)
+// and the trace's per-task table hold the monitored iterations only. It
+// starts when MPI_Init returned, not when hpcd reads the hello: the first
+// record may be read with it, and its iteration began at that hello.
+std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via via,
+				  uint64_t since)
 {
 	if (via != Via::Monitor || t.monitored || t.launcher)
 		return "";
@@ -209,8 +215,9 @@ std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via
 	if (!t.launched_by)
 		t.job = job;
 	t.monitored = true;
-	t.last_record_ns = mono_ns();
-	hpc_task_init(&t.t, t.last_record_ns, &e.s.params);
+	t.last_record_ns = since;
+	hpc_task_init(&t.t, since, &e.s.params);
+	log_.restart(t.pid);
 	log(fmt::format("{} ({}) rank {}: the monitor said hello", t.pid, t.name, rank));
 	announce(t);
 	return "";
@@ -240,14 +247,16 @@ int Daemon::launcher_above(int pid, bool mark)
 }
 
 std::string Daemon::add(int pid, const std::string &name, const std::string &job_in, int rank,
-			Via via)
+			Via via, uint64_t since)
 {
+	const uint64_t now = mono_ns();
+	since = since && since <= now ? since : now;
 	if (pid == ::getpid() || pid == g_.pid())
 		return "pid " + std::to_string(pid) + " is hpcd itself";
 	if (!proc_alive(pid))
 		return "no process " + std::to_string(pid);
 	if (Task *t = e.find(pid))
-		return join_existing(*t, job_in, rank, via);
+		return join_existing(*t, job_in, rank, via, since);
 	auto pc = read_file("/proc/" + std::to_string(pid) + "/cgroup");
 	std::string origin = pc ? task_cgroup(*pc, cg_.layout().version).value_or("/") : "/";
 	if (origin.find_first_of(" \t\n") != std::string::npos)
@@ -267,7 +276,7 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	// Ranks under a launcher are its job, however they were found.
 	const int up = via == Via::Monitor || via == Via::Scan ? launcher_above(pid, false) : 0;
 	const std::string job = up ? "l" + std::to_string(up) : job_in;
-	Task &t = e.add(pid, name.empty() ? proc_comm(pid) : name, job, rank, mono_ns());
+	Task &t = e.add(pid, name.empty() ? proc_comm(pid) : name, job, rank, since);
 	t.origin = origin;
 	t.monitored = via == Via::Monitor;
 	t.launcher = via == Via::Launcher;
@@ -381,6 +390,7 @@ void Daemon::drop(int pid, const char *why)
 	log(fmt::format("released {} ({}): {}", pid, t->name, why));
 	e.remove(pid);
 	log_.forget(pid);
+	note(); // the sibling's record that waited for this one went in alone
 	trackers_.erase(pid);
 	orig_cpus_.erase(pid);
 	applied_q_.erase(pid);
@@ -598,7 +608,8 @@ void Daemon::on_datagram()
 				log(fmt::format("rank {} (pid {}) is in ignore_ranks: not adopted",
 						r.rank, r.pid));
 			} else if (!o_.no_adopt) {
-				std::string err = add(r.pid, "", job, r.rank, Via::Monitor);
+				std::string err =
+					add(r.pid, "", job, r.rank, Via::Monitor, r.end_ns);
 				if (!err.empty())
 					log(err);
 			}

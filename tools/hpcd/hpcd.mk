@@ -21,7 +21,8 @@ check-hpcd: hpcd
 	@tests/run-suite hpcd -- tools/hpcd/tests/run-suite.sh $(BUILD)
 
 # make install into a DESTDIR; the installed tools; README.md's hpcd commands.
-check-install: hpcd metbench
+# mpich: the MPICH build's library is installed beside Open MPI's and checked.
+check-install: hpcd metbench mpich
 	@tests/run-suite install -- tools/hpcd/tests/install.sh $(TOP) $(BUILD)
 
 hpcd-metbench: hpcd

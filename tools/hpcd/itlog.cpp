@@ -44,10 +44,7 @@ std::vector<IterEvent> IterationLog::scan(Engine &e, uint64_t now)
 	std::vector<IterEvent> out;
 	for (auto &[pid, t] : e.tasks) {
 		const uint32_t prio = e.applied_prio(t);
-		auto [it, fresh] = seen_.try_emplace(pid, Seen{t.t.nr_iter, prio});
-		if (fresh)
-			continue;
-		Seen &s = it->second;
+		Seen &s = seen_.try_emplace(pid, Seen{0, prio}).first->second;
 		if (t.t.nr_iter == s.iter && prio == s.prio)
 			continue;
 		IterEvent ev;

@@ -44,10 +44,19 @@ public:
 	// event with the core's numbers for it; a change of the applied
 	// priority without one (a sibling's judgement, a knob, hpcctl prio)
 	// a Priority event stamped `now`. A task seen for the first time is
-	// only remembered. Returns the new events.
+	// compared with a task of no iteration at its applied priority (its
+	// first iterations may close before the first scan). Returns the new
+	// events.
 	std::vector<IterEvent> scan(Engine &e, uint64_t now);
 	// A task left hpcd.
 	void forget(int pid) { seen_.erase(pid); }
+	// The task's core state started over (the monitor took over from
+	// /proc sampling): its iterations count from none again.
+	void restart(int pid)
+	{
+		if (auto it = seen_.find(pid); it != seen_.end())
+			it->second.iter = 0;
+	}
 
 	// Events with seq >= `since`, at most `max`; `dropped` is how many of
 	// those the ring no longer holds.

@@ -630,6 +630,11 @@ std::vector<TaskSummary> summarize(const Trace &t)
 		span(by[p.pid], p.pid, p.at_ns, p.at_ns);
 		evs[p.pid].push_back({p.at_ns, p.old_prio, p.prio});
 	}
+	// A rank that never closed an iteration (the one on the critical path
+	// may never wait long enough) is listed too, with none.
+	for (const auto &ti : t.tasks)
+		if (ti.role == "task")
+			by.try_emplace(ti.pid);
 	std::vector<TaskSummary> out;
 	for (auto &[pid, s] : by) {
 		s.task = t.task(pid);
@@ -638,7 +643,9 @@ std::vector<TaskSummary> summarize(const Trace &t)
 		auto &e = evs[pid];
 		std::stable_sort(e.begin(), e.end(),
 				 [](const Ev &a, const Ev &b) { return a.at < b.at; });
-		uint32_t first = s.task && s.task->prio ? s.task->prio : e.front().old_prio;
+		uint32_t first = s.task && s.task->prio ? s.task->prio
+				 : e.empty()            ? 0
+							: e.front().old_prio;
 		s.prios.push_back(first);
 		for (const auto &x : e)
 			if (x.prio != s.prios.back())

@@ -126,11 +126,58 @@ TEST(IterationLog, IterationsClosedBetweenTwoLooksAreCounted)
 	EXPECT_EQ(evs[0].wait_ns, 40 * ms);
 	EXPECT_FALSE(evs[0].monitored);
 	EXPECT_EQ(event_json(evs[0])["missed"], 2);
-	// A forgotten task is new again: remembered, no event.
+	// A forgotten task is new again: its iterations count from none.
 	log.forget(10);
 	e.sleep(10, 360 * ms);
 	e.wakeup(10, 400 * ms);
-	EXPECT_TRUE(log.scan(e, 400 * ms).empty());
+	evs = log.scan(e, 400 * ms);
+	ASSERT_EQ(evs.size(), 1u);
+	EXPECT_EQ(evs[0].iteration, 4u);
+	EXPECT_EQ(evs[0].missed, 3u);
+}
+
+// The monitor's hello and first record can both arrive before hpcd looks:
+// that first iteration is an event, not the baseline of a new task.
+TEST(IterationLog, AFirstIterationBeforeTheFirstLookIsAnEvent)
+{
+	Engine e;
+	IterationLog log;
+	e.cpus = {0, 1};
+	e.add(10, "a", "j1", 0, 0);
+	e.record(rec(10, 0, 0, 30 * ms, 70 * ms, 100 * ms), 100 * ms);
+	auto evs = log.scan(e, 100 * ms);
+	ASSERT_EQ(evs.size(), 1u);
+	EXPECT_EQ(evs[0].kind, IterEvent::Iteration);
+	EXPECT_EQ(evs[0].iteration, 1u);
+	EXPECT_EQ(evs[0].missed, 0u);
+	EXPECT_EQ(evs[0].run_ns, 30 * ms);
+	EXPECT_TRUE(log.scan(e, 100 * ms).empty()) << "nothing changed since";
+}
+
+// /proc sampling counted iterations, then the monitor said hello and the
+// core started over: the monitor's first iteration is iteration 1, not a
+// priority change (its number is below what the log saw).
+TEST(IterationLog, TheMonitorTakingOverCountsFromNone)
+{
+	Engine e;
+	IterationLog log;
+	e.add(10, "a", "d", -1, 0);
+	for (uint64_t i = 0; i < 5; i++) {
+		e.sleep(10, i * 100 * ms + 60 * ms);
+		e.wakeup(10, (i + 1) * 100 * ms);
+	}
+	ASSERT_EQ(log.scan(e, 500 * ms).size(), 1u);
+	Task *t = e.find(10);
+	hpc_task_init(&t->t, 500 * ms, &e.s.params);
+	t->monitored = true;
+	log.restart(10);
+	e.record(rec(10, 0, 0, 30 * ms, 70 * ms, 600 * ms), 600 * ms);
+	auto evs = log.scan(e, 600 * ms);
+	ASSERT_EQ(evs.size(), 1u);
+	EXPECT_EQ(evs[0].kind, IterEvent::Iteration);
+	EXPECT_EQ(evs[0].iteration, 1u);
+	EXPECT_EQ(evs[0].missed, 0u);
+	EXPECT_TRUE(evs[0].monitored);
 }
 
 TEST(IterationLog, RingKeepsTheNewestAndCountsTheDropped)

@@ -369,6 +369,15 @@ TEST(TraceReport, ARankSampledUntilItsHelloCountsItsMonitoredIterationsOnly)
 	t = parse(head + task("monitor") + iter(1, 1100, 5, 95) + iter(2, 1200, 5, 95), err);
 	ASSERT_TRUE(t) << err;
 	EXPECT_EQ(tr::summarize(*t)[0].iterations, 2u);
+	// Sampled, then monitored, and never waited long enough to close an
+	// iteration (the rank the others wait for): listed, with none.
+	t = parse(head + task("proc") + iter(1, 1100, 5, 95) + task("monitor"), err);
+	ASSERT_TRUE(t) << err;
+	rows = tr::summarize(*t);
+	ASSERT_EQ(rows.size(), 1u);
+	EXPECT_EQ(rows[0].label, "P0");
+	EXPECT_EQ(rows[0].iterations, 0u);
+	EXPECT_DOUBLE_EQ(rows[0].comp_pct, 0.0);
 }
 
 TEST(TraceReport, LabelsInPairingOrderWithoutRanks)
