@@ -160,7 +160,7 @@ std::vector<Task *> Engine::active()
 
 bool Engine::needs_cgroups()
 {
-	return s.mode == Mode::SmtEmul || real_smt || active().size() > cpus.size();
+	return s.mode == Mode::SmtEmul || real_smt || (s.mode == Mode::Weight && weighing);
 }
 
 unsigned Engine::dilation() const
@@ -194,29 +194,45 @@ void Engine::place()
 		a[i]->cpu = cpus.empty() ? -1 : cpus[i % ncpu];
 }
 
-static uint64_t window_mean(const Task &t)
+// A task's load over its window: the median of its iterations' work (the
+// mean of the middle two in an even window), not the mean. A rank that
+// every other waited for while the kernel ran something else, or an
+// iteration that holds two the monitor saw as one, would make a balanced
+// rank look heavier for a whole window: balanced ranks were weighed and
+// pinned, back and forth.
+static uint64_t window_load(const Task &t)
 {
-	if (t.win.empty())
+	std::vector<uint64_t> w(t.win.begin(), t.win.end());
+	if (w.empty())
 		return 0;
-	return std::accumulate(t.win.begin(), t.win.end(), uint64_t{0}) / t.win.size();
+	std::sort(w.begin(), w.end());
+	const size_t n = w.size();
+	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
 }
 
 // Weight mode. No more tasks than CPUs: the kernel places them (there is
 // nothing to share), except on real SMT threads, where ranks 2k and 2k+1 are
-// the two threads of core k. More tasks than CPUs: until their loads are
-// known the kernel places them; then by measured load, a new placement only
-// when it is more than 10 % better than the present one (so that noise
-// moves nobody); loads within 25 % of each other are left to the kernel.
+// the two threads of core k. More tasks than CPUs: until every rank has a
+// full window of iterations the kernel places them; then by measured load,
+// a new placement only when it is more than 10 % better than the present
+// one (so that noise moves nobody). Loads within half of each other are
+// left to the kernel (once weighed, until within a quarter), with no weights
+// either: the ranks stay in their own cgroups, as under plain mpirun, and
+// the kernel shares the CPUs as evenly as equal weights would.
 void Engine::place_weight(const std::vector<Task *> &a)
 {
 	const size_t ncpu = cpus.size();
 	if (ncpu && a.size() <= ncpu) {
+		weighing = false;
 		for (size_t k = 0; k < a.size(); k++)
 			a[k]->cpu = real_smt ? cpus[k] : -1;
 		return;
 	}
-	const bool known = std::all_of(a.begin(), a.end(), [](Task *x) { return !x->win.empty(); });
+	const size_t full = std::max(1u, s.window);
+	const bool known =
+		std::all_of(a.begin(), a.end(), [&](Task *x) { return x->win.size() >= full; });
 	if (!ncpu || !known) {
+		weighing = false;
 		for (Task *x : a)
 			x->cpu = -1;
 		return;
@@ -224,14 +240,15 @@ void Engine::place_weight(const std::vector<Task *> &a)
 	std::vector<uint64_t> load;
 	std::vector<int> now;
 	for (Task *x : a) {
-		load.push_back(window_mean(*x));
+		load.push_back(window_load(*x));
 		auto it = std::find(cpus.begin(), cpus.end(), x->cpu);
 		now.push_back(it == cpus.end() ? -1 : static_cast<int>(it - cpus.begin()));
 	}
 	// Nearly equal loads: any spread is as good as another and the kernel
 	// spreads them itself; pinning would only take its freedom away.
 	const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
-	if (*hi * 4 <= *lo * 5) {
+	weighing = weighing ? *hi * 4 > *lo * 5 : *hi * 2 > *lo * 3;
+	if (!weighing) {
 		for (Task *x : a)
 			x->cpu = -1;
 		return;
@@ -364,7 +381,8 @@ bool Engine::apply_records(Task *x, Task *y)
 		uint64_t s = std::max<uint64_t>(sleep_of(r), t->t.seg_start);
 		ev.push_back({s, false, t});
 		ev.push_back({std::max<uint64_t>(r.end_ns, s), true, t});
-		t->work_ns = r.cpu_ns;
+		t->work_ns += r.cpu_ns; // until an iteration closes (a short wait ends none)
+		t->work_records++;
 		t->last_record_ns = std::max<uint64_t>(t->last_record_ns, r.end_ns);
 		t->pending.reset();
 	}
@@ -402,8 +420,12 @@ void Engine::closed(Task &t, uint64_t)
 	// on the share the task got, so the weights it gives do not chase
 	// their own effect (with equal shares the heavy rank computes longer,
 	// with its fair share both finish together).
-	const uint64_t work = t.work_ns ? t.work_ns : t.t.last_run;
+	// Records the core joined into one iteration (a wait it found too
+	// short) are as many iterations of the program: the work of one.
+	const uint64_t work =
+		t.work_ns ? t.work_ns / std::max<uint32_t>(1, t.work_records) : t.t.last_run;
 	t.work_ns = 0;
+	t.work_records = 0;
 	if (s.mode != Mode::Weight)
 		return;
 	// Algorithm 1 of the container paper, on each reported interval.
@@ -416,7 +438,7 @@ void Engine::closed(Task &t, uint64_t)
 		return;
 	std::vector<uint64_t> exe;
 	for (Task *x : a)
-		exe.push_back(window_mean(*x));
+		exe.push_back(window_load(*x));
 	auto w = window_weights(exe, kWeightUnit);
 	for (size_t k = 0; k < a.size(); k++) {
 		a[k]->weight = w[k];

@@ -109,8 +109,9 @@ struct Task {
 	hpc_task t{};
 	bool live_runnable = true; // last /proc sample
 	// weight mode
-	uint64_t work_ns = 0; // CPU time of the compute phase being applied (monitor; 0: unknown)
-	std::deque<uint64_t> win;
+	uint64_t work_ns = 0; // CPU time of the compute phases being applied (monitor; 0: unknown)
+	uint32_t work_records = 0; // records whose work_ns that is (a short wait closes none)
+	std::deque<uint64_t> win;  // work per iteration, the last `window` closed
 	bool reported = false;
 	uint32_t weight = kWeightUnit;
 	// placement and plan
@@ -146,9 +147,14 @@ public:
 	// t's core (nullptr: none, or not pinned).
 	Task *thread_sibling(const Task &t);
 	// Whether the ranks need cgroups of their own: quotas (the emulation, or
-	// real SMT threads) or weights (more ranks than CPUs). Otherwise hpcd only
-	// watches them, and they stay where they were, as under plain mpirun.
+	// real SMT threads) or weights (more ranks than CPUs, with loads that
+	// differ: see `weighing`). Otherwise hpcd only watches them, and they stay
+	// where they were, as under plain mpirun.
 	bool needs_cgroups();
+	// Weight mode, more ranks than CPUs: the measured loads differ enough
+	// for weights and placement to gain something (the heaviest more than
+	// 1.5 times the lightest; once weighing, until within 1.25 times).
+	bool weighing = false;
 	// Contexts per CPU (quota mode), >= 1.
 	unsigned dilation() const;
 	uint32_t applied_prio(const Task &t) const;

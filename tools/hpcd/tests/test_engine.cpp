@@ -334,9 +334,14 @@ TEST(WeightMode, TheKernelPlacesAsManyRanksAsCpus)
 	EXPECT_EQ(e.find(2)->weight, 160u);
 	e.plan();
 	EXPECT_EQ(e.find(1)->quota.quota_us, -1); // never throttled
-	e.add(3, "r", "j", 2, 0);                 // more ranks than CPUs: weights matter
-	EXPECT_TRUE(e.needs_cgroups());
+	e.add(3, "r", "j", 2, 0);                 // more ranks than CPUs: weights may matter,
+	EXPECT_FALSE(e.needs_cgroups());          // once loads are known
+	barrier(e, 1, {100, 399, 200}, {100, 399, 200}, 800);
+	EXPECT_FALSE(e.needs_cgroups()); // (a full window of each)
+	barrier(e, 2, {100, 399, 200}, {100, 399, 200}, 1200);
+	EXPECT_TRUE(e.needs_cgroups()); // and differ
 	e.remove(3);
+	EXPECT_FALSE(e.needs_cgroups());
 	e.real_smt = true; // real SMT threads: the lighter one may be held back
 	EXPECT_TRUE(e.needs_cgroups());
 	e.real_smt = false;
@@ -351,28 +356,87 @@ TEST(WeightMode, MoreRanksThanCpusPlacedByMeasuredLoad)
 	Engine e = weight_engine(4, {0, 1});
 	for (int p = 1; p <= 4; p++)
 		EXPECT_EQ(e.find(p)->cpu, -1); // loads unknown: the kernel places them
+	EXPECT_FALSE(e.needs_cgroups());       // and no weights yet
 	barrier(e, 0, {399, 399, 100, 100}, {399, 399, 100, 100}, 400);
+	EXPECT_FALSE(e.needs_cgroups()) << "one iteration is not a window";
+	barrier(e, 1, {399, 399, 100, 100}, {399, 399, 100, 100}, 800);
+	EXPECT_TRUE(e.needs_cgroups());
 	EXPECT_NE(e.find(1)->cpu, e.find(2)->cpu);
 	EXPECT_NE(e.find(3)->cpu, e.find(4)->cpu);
 	EXPECT_GE(e.find(1)->cpu, 0);
 	const int cpu1 = e.find(1)->cpu;
 	// Noise does not move anybody: placement changes only when it gains >10 %.
-	barrier(e, 1, {399, 380, 110, 100}, {399, 380, 110, 100}, 800);
+	barrier(e, 2, {399, 380, 110, 100}, {399, 380, 110, 100}, 1200);
 	EXPECT_EQ(e.find(1)->cpu, cpu1);
 	// The loads move (ranks 0 and 2 heavy, both on one CPU now): once the
 	// window says so, they go to different CPUs.
-	barrier(e, 2, {399, 100, 399, 100}, {399, 100, 399, 100}, 1200);
 	barrier(e, 3, {399, 100, 399, 100}, {399, 100, 399, 100}, 1600);
+	barrier(e, 4, {399, 100, 399, 100}, {399, 100, 399, 100}, 2000);
 	EXPECT_NE(e.find(1)->cpu, e.find(3)->cpu);
 	EXPECT_NE(e.find(2)->cpu, e.find(4)->cpu);
-	// Loads within 25 % of each other: nothing to gain, the kernel places them.
-	barrier(e, 4, {300, 320, 310, 300}, {300, 320, 310, 300}, 2000);
-	barrier(e, 5, {300, 320, 310, 300}, {300, 320, 310, 300}, 2400);
+	// Loads within 50 % of each other, and once weighing within 25 %:
+	// nothing to gain, the kernel places them, without weights.
+	barrier(e, 5, {300, 400, 310, 300}, {300, 400, 310, 300}, 2400);
+	barrier(e, 6, {300, 400, 310, 300}, {300, 400, 310, 300}, 2800);
+	EXPECT_TRUE(e.needs_cgroups()) << "a third apart: still weighing";
+	barrier(e, 7, {300, 360, 310, 300}, {300, 360, 310, 300}, 3200);
+	barrier(e, 8, {300, 360, 310, 300}, {300, 360, 310, 300}, 3600);
 	for (int p = 1; p <= 4; p++)
 		EXPECT_EQ(e.find(p)->cpu, -1) << p;
+	EXPECT_FALSE(e.needs_cgroups());
+	// A third apart again: not enough to start weighing.
+	barrier(e, 9, {300, 400, 310, 300}, {300, 400, 310, 300}, 4000);
+	barrier(e, 10, {300, 400, 310, 300}, {300, 400, 310, 300}, 4400);
+	EXPECT_FALSE(e.needs_cgroups());
 	// A new rank: loads unknown again, the kernel places everyone.
 	e.add(5, "r", "j", 4, 0);
 	EXPECT_EQ(e.find(1)->cpu, -1);
+}
+
+TEST(WeightMode, AnIterationClosedLateIsNotALoad)
+{
+	// Four balanced ranks on two CPUs. The last at a barrier may wait too
+	// little to end its iteration: its next record closes two, twice the
+	// work. Its load is the same; nobody is weighed or pinned.
+	Engine e = weight_engine(4, {0, 1});
+	e.s.window = 5;
+	for (uint64_t i = 0; i < 4; i++)
+		barrier(e, i, {200, 200, 200, 200}, {100, 100, 100, 100}, 400 * (i + 1));
+	EXPECT_FALSE(e.needs_cgroups());
+	auto r = rec(1, 0, 4, 600 * ms, 200 * ms, 2400 * ms); // iterations 4 and 5
+	r.cpu_ns = 200 * ms;
+	e.record(r);
+	for (int p = 2; p <= 4; p++) {
+		r = rec(p, p - 1, 4, 200 * ms, 200 * ms, 2000 * ms);
+		r.cpu_ns = 100 * ms;
+		e.record(r);
+	}
+	EXPECT_FALSE(e.needs_cgroups());
+	for (int p = 1; p <= 4; p++) {
+		EXPECT_EQ(e.find(p)->cpu, -1) << p;
+		EXPECT_EQ(e.find(p)->weight, 100u) << p;
+	}
+	// Two records that hpcd joins (the first one's wait, 50 us, is below
+	// min_wait): one iteration of the core, two of the program, the work
+	// of one each.
+	const uint64_t us = 1000;
+	for (uint64_t i = 5; i < 10; i++) {
+		const uint64_t t0 = 2400 * ms + (i - 5) * 400 * ms;
+		r = rec(1, 0, 2 * i, 200 * ms - 50 * us, 50 * us, t0 + 200 * ms);
+		r.cpu_ns = 100 * ms;
+		e.record(r);
+		r = rec(1, 0, 2 * i + 1, 100 * ms, 100 * ms, t0 + 400 * ms);
+		r.cpu_ns = 100 * ms;
+		e.record(r);
+		for (int p = 2; p <= 4; p++) {
+			r = rec(p, p - 1, i, 200 * ms, 200 * ms, t0 + 400 * ms);
+			r.cpu_ns = 100 * ms;
+			e.record(r);
+		}
+	}
+	EXPECT_EQ(e.find(1)->t.nr_iter, 10u) << "the 50 us waits ended no iteration";
+	EXPECT_EQ(e.find(1)->weight, 100u);
+	EXPECT_FALSE(e.needs_cgroups());
 }
 
 TEST(WeightMode, WeightsFollowCpuWorkNotTheirOwnEffect)
