@@ -463,7 +463,8 @@ void Daemon::apply()
 		try {
 			// Into its own cgroup when quotas or weights are needed, back
 			// to where it was when not.
-			if (const int want = t.launcher || own_cg; in_cg_[pid] != want) {
+			const int want = t.launcher || own_cg;
+			if (in_cg_[pid] != want) {
 				cg_.attach(want ? t.cg : t.origin, pid);
 				in_cg_[pid] = want;
 			}
@@ -483,6 +484,12 @@ void Daemon::apply()
 				}
 				applied_cpu_[pid] = t.cpu + 1;
 			}
+			// Outside its cgroup a task's quota and weight do nothing:
+			// they are written when it moves in (a write of cpu.shares
+			// locks every CPU's runqueue, and weights change with every
+			// barrier).
+			if (!want)
+				continue;
 			auto &q = applied_q_[pid];
 			if (!(q == t.quota)) {
 				cg_.set_quota(t.cg, t.quota.quota_us, t.quota.period_us,
