@@ -136,6 +136,19 @@ TEST(IterationLog, IterationsClosedBetweenTwoLooksAreCounted)
 	EXPECT_EQ(evs[0].missed, 3u);
 }
 
+namespace
+{
+// The events of one scan: one, the task's first iteration.
+void expect_first_iteration(const std::vector<IterEvent> &evs)
+{
+	ASSERT_EQ(evs.size(), 1u);
+	EXPECT_EQ(evs[0].kind, IterEvent::Iteration);
+	EXPECT_EQ(evs[0].iteration, 1u);
+	EXPECT_EQ(evs[0].missed, 0u);
+	EXPECT_TRUE(evs[0].monitored);
+}
+} // namespace
+
 // The monitor's hello and first record can both arrive before hpcd looks:
 // that first iteration is an event, not the baseline of a new task.
 TEST(IterationLog, AFirstIterationBeforeTheFirstLookIsAnEvent)
@@ -146,11 +159,8 @@ TEST(IterationLog, AFirstIterationBeforeTheFirstLookIsAnEvent)
 	e.add(10, "a", "j1", 0, 0);
 	e.record(rec(10, 0, 0, 30 * ms, 70 * ms, 100 * ms), 100 * ms);
 	auto evs = log.scan(e, 100 * ms);
-	ASSERT_EQ(evs.size(), 1u);
-	EXPECT_EQ(evs[0].kind, IterEvent::Iteration);
-	EXPECT_EQ(evs[0].iteration, 1u);
-	EXPECT_EQ(evs[0].missed, 0u);
-	EXPECT_EQ(evs[0].run_ns, 30 * ms);
+	expect_first_iteration(evs);
+	EXPECT_EQ(evs.at(0).run_ns, 30 * ms);
 	EXPECT_TRUE(log.scan(e, 100 * ms).empty()) << "nothing changed since";
 }
 
@@ -172,12 +182,7 @@ TEST(IterationLog, TheMonitorTakingOverCountsFromNone)
 	t->monitored = true;
 	log.restart(10);
 	e.record(rec(10, 0, 0, 30 * ms, 70 * ms, 600 * ms), 600 * ms);
-	auto evs = log.scan(e, 600 * ms);
-	ASSERT_EQ(evs.size(), 1u);
-	EXPECT_EQ(evs[0].kind, IterEvent::Iteration);
-	EXPECT_EQ(evs[0].iteration, 1u);
-	EXPECT_EQ(evs[0].missed, 0u);
-	EXPECT_TRUE(evs[0].monitored);
+	expect_first_iteration(log.scan(e, 600 * ms));
 }
 
 TEST(IterationLog, RingKeepsTheNewestAndCountsTheDropped)
