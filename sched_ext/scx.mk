@@ -153,8 +153,11 @@ scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \
 		--cases '[56]*-scx-*' $(if $(APPEND),--append '$(APPEND)')
 
-check-scx-host: kernel scx
-	@tests/run-suite scx-host -- $(SCX_DIR)/tests/host-check $(SCX_OUT)
+# With the loader built: hpcctl --backend scx's checks of the real loader
+# too (the hpcd suite skips them when make scx has not run).
+check-scx-host: kernel scx hpcd
+	@tests/run-suite scx-host -- bash -c '$(SCX_DIR)/tests/host-check $(SCX_OUT) && \
+		tools/hpcd/tests/hpcctl-scx.sh $(BUILD)/tools/hpcd $(SCX_BIN)/scx_hpc'
 
 check-scx-guest: kernel scx-guest-initrd
 	@tests/run-suite scx-guest -- tests/guest/run-qemu --name scx-smp2 --smp 2 \
