@@ -343,14 +343,16 @@ void connect_or_start_once(const Opts &o, ControlClient &c)
 		::_exit(127);
 	}
 	g_hpcd = pid;
-	for (int i = 0; i < 100; i++) {
+	// Up to 5 s, looking every 5 ms: the command waits for it (hpcd is up
+	// in some tens of ms; every ms here is a ms on the command's time).
+	for (int i = 0; i < 1000; i++) {
 		if (c.connect(o.socket))
 			return;
 		if (::waitpid(pid, nullptr, WNOHANG) == pid) {
 			g_hpcd = -1;
 			break;
 		}
-		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
 	}
 	fail(kNoDaemon,
 	     "started " + bin + " but it does not answer on " + o.socket + " (see " + logf + ")");
@@ -365,10 +367,10 @@ void end_own_hpcd()
 	if (g_hpcd <= 0)
 		return;
 	auto gone_within = [](int ms) {
-		for (int i = 0; i < ms / 20; i++) {
+		for (int i = 0; i < ms / 5; i++) {
 			if (::waitpid(g_hpcd, nullptr, WNOHANG) != 0)
 				return true;
-			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
 		}
 		return false;
 	};
