@@ -12,11 +12,8 @@ hpcctl=$bin/hpcctl
 scx=${2:-}
 work=$(mktemp -d /tmp/hpcctl-scx.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-# A check that cannot run here: counted as skipped, never as passed.
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# shellcheck source=../../../tests/tap.sh
+. "$(cd "$(dirname "$0")" && pwd)/../../../tests/tap.sh"
 # expect NAME WANT_RC WANT_TEXT CMD...: exits WANT_RC and says WANT_TEXT
 expect() {
 	local name=$1 want=$2 text=$3 rc; shift 3
@@ -235,5 +232,4 @@ expect "trace with an entry missing fields: exit 1, names it" 1 "entry 1: \"tgid
 	timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" --duration 1e6 --sample-ms 1
 check_nofile "trace with an entry missing fields"
 
-echo "1..$n"
-[ $failed -eq 0 ]
+tap_end
