@@ -46,7 +46,7 @@ check "make check-guest-ppc64le: kernel and ppc ($g)" test "$g" = "kernel,ppc"
 g=$(groups_of mpich)
 check "make mpich: userspace and mpich ($g)" test "$g" = "mpich,userspace"
 g=$(groups_of check-scx-host)
-check "make check-scx-host: bpf and kernel ($g)" test "$g" = "bpf,kernel"
+check "make check-scx-host: bpf, kernel and userspace (hpcctl for the loader's checks) ($g)" test "$g" = "bpf,kernel,userspace"
 g=$(make -n deps 2>/dev/null | grep -o 'tools/deps.sh.*')
 check "make deps: every group ($g)" test "$g" = "tools/deps.sh"
 check "make check: every group first" bash -c "make -n check 2>/dev/null | grep -m1 'tools/deps.sh' | grep -qx 'tools/deps.sh'"
