@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define HPCMON_MAGIC		0x48504331u	/* "HPC1" */
-#define HPCMON_VERSION		2
+#define HPCMON_VERSION		3
 #define HPCMON_DEFAULT_SOCKET	"/run/hpcd.sock"
 
 enum hpcmon_kind {
@@ -41,6 +41,11 @@ struct hpcmon_record {
 				 * thread's CLOCK_THREAD_CPUTIME_ID), 0: not
 				 * measured; unlike run_ns it does not grow
 				 * when the rank shares its CPU */
+	uint32_t phases;	/* compute phases the iteration holds: a wait
+				 * shorter than the monitor's min wait joins
+				 * the next one (0 is read as 1); cpu_ns / phases
+				 * is the work of one phase */
+	uint32_t reserved;	/* 0 */
 };
 
 #endif /* HPCMON_PROTO_H */

@@ -99,6 +99,7 @@ struct State {
 	uint64_t last_exit = 0; // exit of the last wrapped call (or init)
 	uint64_t run = 0;       // compute of the current iteration
 	uint64_t wait = 0;      // current wait phase (not yet closed)
+	uint32_t phases = 0;    // wait phases begun in the current iteration
 	uint64_t nr_iter = 0, sum_run = 0, sum_wait = 0;
 	uint64_t blocked = 0, calls = 0;
 	std::vector<uint64_t> iter_run; // per closed iteration, up to max_iters
@@ -321,7 +322,7 @@ void open_socket()
 }
 
 void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uint64_t end,
-	     uint64_t cpu = 0)
+	     uint64_t cpu = 0, uint32_t phases = 0)
 {
 	if (st.sock < 0)
 		return;
@@ -338,6 +339,7 @@ void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uin
 	r.wait_ns = wait;
 	r.end_ns = end;
 	r.cpu_ns = cpu;
+	r.phases = phases;
 	if (sendto(st.sock, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL,
 		   reinterpret_cast<const sockaddr *>(&st.addr), st.addrlen) == sizeof(r))
 		st.sent++;
@@ -407,10 +409,11 @@ void close_iteration(uint64_t end)
 	const uint64_t work =
 		st.cpu_wait_began > st.cpu_closed ? st.cpu_wait_began - st.cpu_closed : 0;
 	st.cpu_closed = cpu;
-	publish(HPCMON_ITERATION, st.nr_iter, st.run, st.wait, end, work);
+	publish(HPCMON_ITERATION, st.nr_iter, st.run, st.wait, end, work, st.phases);
 	st.nr_iter++;
 	st.run = 0;
 	st.wait = 0;
+	st.phases = 0;
 }
 
 // Compute ran from the last exit to @t: a gap of at least min_wait ends the
@@ -438,8 +441,10 @@ public:
 		t_in_ = now_ns();
 		account_gap(t_in_);
 		// The first call of a wait phase: the compute phase ends here.
-		if (!st.wait)
+		if (!st.wait) {
 			st.cpu_wait_began = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+			st.phases++;
+		}
 	}
 	~Phase()
 	{

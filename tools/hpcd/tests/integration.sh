@@ -61,7 +61,7 @@ import socket, struct, sys, time
 path, a, b, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
-    return struct.pack("=IHHiiiIQQQQQ", 0x48504331, 2, kind, pid, rank, 2, 7, it, run, wait, end, 0)
+    return struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, kind, pid, rank, 2, 7, it, run, wait, end, 0, 1, 0)
 for pid, rank in ((a, 0), (b, 1)):
     s.sendto(rec(2, pid, rank), path)
 time.sleep(0.3)

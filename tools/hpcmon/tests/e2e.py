@@ -55,7 +55,7 @@ check(rc == 0, f"{MPI}: MetBench runs under LD_PRELOAD={LIBNAME}", f"rc={rc}\n{o
 rep = load_json(rep1)
 check("ranks" in rep and len(rep["ranks"]) == 5, "HPCMON_REPORT JSON parses, 5 ranks", rep)
 recs = rx.recs
-check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == 2 and r["size"] == 5
+check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == 3 and r["size"] == 5
                                    for r in recs),
       "every datagram is an hpcmon_record (magic, version, size 5)", f"bad={rx.bad}")
 pids = {r["rank"]: r["pid"] for r in recs}
@@ -114,6 +114,30 @@ check(all(0 < cpu[rk] <= run_[rk] * 1.02 + 2000000 for rk in range(1, 5))
       and cpu[2] + cpu[4] > 2 * (cpu[1] + cpu[3]),
       "records: cpu_ns of the compute phases, heavy workers > 2x light ones, <= run_ns",
       f"cpu={cpu} run={run_}")
+# phases: with HPCMON_MIN_WAIT_US=0 every record is one compute phase.
+check(all(r["phases"] == 1 for v in iters.values() for r in v),
+      "records: phases = 1 when every wrapped call closes an iteration",
+      {rk: [r["phases"] for r in v] for rk, v in iters.items()})
+# MetBenchVar (loads swapped every 3 iterations) with a min wait longer than
+# the heavy workers' waits: those waits join the next compute phase, and the
+# record that closes when the worker turns light holds several phases.
+# Summed over a rank's records, the phases are still one per wait phase of
+# the program (N + 2, less those of the iteration still open at
+# MPI_Finalize).
+sock_j = os.path.join(tmp, "hpcd-j.sock")
+rx = Receiver(sock_j)
+rc, out_j, err_j = monitored({"HPCD_SOCKET": sock_j, "HPCMON_MIN_WAIT_US": "20000",
+                              "HPCMON_QUIET": "1"},
+                             "--loads", "100,800,100,800", "-n", str(N), "--wait", "spin", "--swap-every", "3",
+                             "--calibrate-ms", "20")
+rx.close()
+jit = {rk: [r for r in rx.recs if r["rank"] == rk and r["kind"] == ITERATION] for rk in range(1, 5)}
+phases = {rk: [r["phases"] for r in v] for rk, v in jit.items()}
+check(rc == 0 and all(v and all(p >= 1 for p in v) and sum(v) <= N + 2 for v in phases.values())
+      and any(p > 1 for v in phases.values() for p in v)
+      and all(sum(v) >= N // 2 for v in phases.values()),
+      "records: a wait below the min wait joins compute phases, counted in phases "
+      "(N / 2 to N + 2 per rank)", f"{phases}\n{err_j}")
 # HPCMON_BLOCKING_WAIT unset (auto): 5 ranks sleep in their waits where they
 # outnumber the CPUs, and poll where they do not.
 ncpu = len(os.sched_getaffinity(0))

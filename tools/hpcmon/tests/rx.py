@@ -6,10 +6,10 @@ import socket
 import struct
 import threading
 
-# struct hpcmon_record (tools/common/hpcmon_proto.h), native layout, 64 bytes
-REC = struct.Struct("=IHHiiiIQQQQQ")
+# struct hpcmon_record (tools/common/hpcmon_proto.h), native layout, 72 bytes
+REC = struct.Struct("=IHHiiiIQQQQQII")
 FIELDS = ("magic", "version", "kind", "pid", "rank", "size", "job", "iteration", "run_ns",
-          "wait_ns", "end_ns", "cpu_ns")
+          "wait_ns", "end_ns", "cpu_ns", "phases", "reserved")
 MAGIC, ITERATION, HELLO, BYE = 0x48504331, 1, 2, 3
 
 
