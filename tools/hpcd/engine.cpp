@@ -381,8 +381,10 @@ bool Engine::apply_records(Task *x, Task *y)
 		uint64_t s = std::max<uint64_t>(sleep_of(r), t->t.seg_start);
 		ev.push_back({s, false, t});
 		ev.push_back({std::max<uint64_t>(r.end_ns, s), true, t});
-		t->work_ns += r.cpu_ns; // until an iteration closes (a short wait ends none)
-		t->work_records++;
+		// Until an iteration closes (a short wait ends none); a record
+		// holds as many of the program's iterations as compute phases.
+		t->work_ns += r.cpu_ns;
+		t->work_records += std::max<uint32_t>(1, r.phases);
 		t->last_record_ns = std::max<uint64_t>(t->last_record_ns, r.end_ns);
 		t->pending.reset();
 	}
@@ -421,7 +423,8 @@ void Engine::closed(Task &t, uint64_t)
 	// their own effect (with equal shares the heavy rank computes longer,
 	// with its fair share both finish together).
 	// Records the core joined into one iteration (a wait it found too
-	// short) are as many iterations of the program: the work of one.
+	// short), and the compute phases the monitor joined into one record,
+	// are as many iterations of the program: the work of one.
 	const uint64_t work =
 		t.work_ns ? t.work_ns / std::max<uint32_t>(1, t.work_records) : t.t.last_run;
 	t.work_ns = 0;

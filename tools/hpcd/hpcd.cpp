@@ -194,6 +194,7 @@ private:
 	ControlHooks hooks_;
 	bool running_ = true, had_task_ = false;
 	size_t max_tasks_ = 0;
+	bool said_weighing_ = false; // weight mode: whether hpcd last said it weighs the ranks
 	size_t said_contexts_ = 0; // the most SMT contexts hpcd said it emulates
 	std::optional<Mode> said_mode_; // the mode hpcd last said what it costs
 	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
@@ -459,6 +460,13 @@ void Daemon::apply()
 	e.plan();
 	std::vector<int> gone;
 	const bool own_cg = e.needs_cgroups();
+	if (e.s.mode == Mode::Weight && e.weighing != said_weighing_) {
+		said_weighing_ = e.weighing;
+		log(e.weighing ? "the ranks' loads differ (the heaviest > 1.5 times the lightest): "
+				 "each rank in its cgroup, weighed and placed by load"
+			       : "the ranks' loads are even again (within 1.25 times): back in their "
+				 "own cgroups, unpinned, as under plain mpirun");
+	}
 	for (auto &[pid, t] : e.tasks) {
 		try {
 			// Into its own cgroup when quotas or weights are needed, back

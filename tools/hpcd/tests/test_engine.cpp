@@ -439,6 +439,35 @@ TEST(WeightMode, AnIterationClosedLateIsNotALoad)
 	EXPECT_FALSE(e.needs_cgroups());
 }
 
+// Four balanced ranks on two CPUs, rank 1's records each hold @phases of
+// the program's iterations (its waits were shorter than the monitor's min
+// wait): twice the CPU time of the others' per record.
+static bool weighed_with_phases(uint32_t phases)
+{
+	Engine e = weight_engine(4, {0, 1});
+	e.s.window = 5;
+	for (uint64_t i = 0; i < 6; i++) {
+		const uint64_t end = 400 * (i + 1) * ms;
+		auto r = rec(1, 0, i, 399 * ms, 1 * ms, end);
+		r.cpu_ns = 200 * ms;
+		r.phases = phases;
+		e.record(r);
+		for (int p = 2; p <= 4; p++) {
+			r = rec(p, p - 1, i, 200 * ms, 200 * ms, end);
+			r.cpu_ns = 100 * ms;
+			e.record(r);
+		}
+	}
+	return e.needs_cgroups();
+}
+
+TEST(WeightMode, PhasesTheMonitorJoinedAreNotALoad)
+{
+	EXPECT_FALSE(weighed_with_phases(2)) << "two phases of 100 ms: the others' load";
+	EXPECT_TRUE(weighed_with_phases(1)) << "one phase of 200 ms: twice the others' load";
+	EXPECT_TRUE(weighed_with_phases(0)) << "0 (an older monitor) is one phase";
+}
+
 TEST(WeightMode, WeightsFollowCpuWorkNotTheirOwnEffect)
 {
 	// Heavy and light rank on one CPU. With equal weights the light rank
