@@ -110,7 +110,8 @@ struct Task {
 	bool live_runnable = true; // last /proc sample
 	// weight mode
 	uint64_t work_ns = 0; // CPU time of the compute phases being applied (monitor; 0: unknown)
-	uint32_t work_records = 0; // compute phases whose work_ns that is (a short wait closes none)
+	uint32_t work_records =
+		0; // compute phases whose work_ns that is (a short wait closes none)
 	std::deque<uint64_t> win;  // work per iteration, the last `window` closed
 	bool reported = false;
 	uint32_t weight = kWeightUnit;

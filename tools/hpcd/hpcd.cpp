@@ -462,10 +462,11 @@ void Daemon::apply()
 	const bool own_cg = e.needs_cgroups();
 	if (e.s.mode == Mode::Weight && e.weighing != said_weighing_) {
 		said_weighing_ = e.weighing;
-		log(e.weighing ? "the ranks' loads differ (the heaviest > 1.5 times the lightest): "
-				 "each rank in its cgroup, weighed and placed by load"
-			       : "the ranks' loads are even again (within 1.25 times): back in their "
-				 "own cgroups, unpinned, as under plain mpirun");
+		log(e.weighing
+			    ? "the ranks' loads differ (the heaviest > 1.5 times the lightest): "
+			      "each rank in its cgroup, weighed and placed by load"
+			    : "the ranks' loads are even again (within 1.25 times): back in their "
+			      "own cgroups, unpinned, as under plain mpirun");
 	}
 	for (auto &[pid, t] : e.tasks) {
 		try {
