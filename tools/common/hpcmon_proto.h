@@ -2,10 +2,15 @@
 /*
  * Wire format between the MPI monitor (libhpcmon, in each rank) and hpcd.
  *
- * One datagram per closed iteration on a Unix datagram socket: the path is
- * $HPCD_SOCKET, default HPCMON_DEFAULT_SOCKET. Sends are non-blocking
- * (MSG_DONTWAIT) and dropped when hpcd is not there or is behind: the
- * monitor must never slow the application down.
+ * Each rank connects to hpcd's Unix SOCK_SEQPACKET socket (the path is
+ * $HPCD_SOCKET, default HPCMON_DEFAULT_SOCKET) and sends its hello, then one
+ * record per closed iteration, then its bye. One connection per rank: each
+ * has its own queue, so that a barrier's records of every rank of a node all
+ * arrive. Sends are non-blocking (MSG_DONTWAIT) and dropped when hpcd is not
+ * there or is behind: the monitor must never slow the application down.
+ * Without a connection the monitor tries again at most once a second, and a
+ * new connection starts with a hello. hpcd takes a connection that hangs up
+ * without a bye for the rank's end.
  *
  * hpcd turns a record into the policy core's events: sleep at
  * end_ns - wait_ns, wake-up at end_ns (CLOCK_MONOTONIC).

@@ -1,6 +1,6 @@
 // hpcd's policy engine: the managed tasks, their pairing on emulated SMT
 // cores, the policy core's events, and what each task's cgroup should be set
-// to. No I/O: hpcd.cpp feeds it samples and datagrams and applies its plan.
+// to. No I/O: hpcd.cpp feeds it samples and records and applies its plan.
 #pragma once
 
 #include <cstdint>
@@ -102,7 +102,7 @@ struct Task {
 	bool launcher = false;                // e.g. mpirun whose ranks are managed: not paired
 	int launched_by = 0;                  // the managed launcher it descends from (0: none)
 	uint32_t static_prio = 0;             // > 0: fixed priority (the core still accounts)
-	bool monitored = false;               // iteration boundaries come from datagrams
+	bool monitored = false; // iteration boundaries come from the monitor's records
 	uint64_t last_record_ns = 0;          // end of its last record (or its adoption)
 	std::optional<hpcmon_record> pending; // waits for the sibling's record
 	uint64_t pending_since = 0;

@@ -1,7 +1,7 @@
 // hpcd: the user-space SCHED_HPC controller. Balances the tasks of SPMD
 // (MPI) applications on emulated SMT cores with cgroup CPU bandwidth (mode
 // quota) or CPU weights (mode weight), driving the policy core with iteration
-// boundaries from the MPI monitor's datagrams or from /proc samples.
+// boundaries from the MPI monitor's records or from /proc samples.
 //
 // See tools/hpcd/README.md and hpcd(8).
 #include "cgroup.hpp"
@@ -9,6 +9,7 @@
 #include "engine.hpp"
 #include "guardian.hpp"
 #include "itlog.hpp"
+#include "monitor.hpp"
 #include "params_text.hpp"
 #include "procstat.hpp"
 #include "system.hpp"
@@ -95,31 +96,29 @@ std::string emulating(unsigned per_cpu)
 			   per_cpu, per_cpu);
 }
 
-int make_unix(int type, const std::string &path, mode_t mode)
+int make_unix(const std::string &path, mode_t mode)
 {
 	sockaddr_un a{};
 	a.sun_family = AF_UNIX;
 	if (path.size() >= sizeof a.sun_path)
 		throw std::runtime_error("socket path too long: " + path);
 	std::strcpy(a.sun_path, path.c_str());
-	int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		throw std::system_error(errno, std::generic_category(), "socket");
-	if (type == SOCK_STREAM) {
-		// Another hpcd answering on this path? Then do not steal it.
-		int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (::connect(probe, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) {
-			::close(probe);
-			throw std::runtime_error("another hpcd answers on " + path +
-						 " (use --control for a second instance)");
-		}
+	// Another hpcd answering on this path? Then do not steal it.
+	int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (::connect(probe, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) {
 		::close(probe);
+		throw std::runtime_error("another hpcd answers on " + path +
+					 " (use --control for a second instance)");
 	}
+	::close(probe);
 	::unlink(path.c_str());
 	if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0)
 		throw std::system_error(errno, std::generic_category(), "bind " + path);
 	::chmod(path.c_str(), mode);
-	if (type == SOCK_STREAM && ::listen(fd, 16) < 0)
+	if (::listen(fd, 16) < 0)
 		throw std::system_error(errno, std::generic_category(), "listen " + path);
 	return fd;
 }
@@ -155,7 +154,9 @@ private:
 	void weigh_group();
 	void sample();
 	void arm_timer();
-	void on_datagram();
+	void on_record(const hpcmon_record &r);
+	void on_monitor_read(int fd);
+	void on_monitor_hangup(int pid);
 	void on_control_accept();
 	void on_client(int fd, short rev);
 	void on_signal();
@@ -172,7 +173,8 @@ private:
 	Opts o_;
 	Cgroups cg_;
 	Guardian g_;
-	int ctl_ = -1, mon_ = -1, timer_ = -1, sig_ = -1;
+	int ctl_ = -1, timer_ = -1, sig_ = -1;
+	MonitorSocket mon_;
 	std::map<int, Client> clients_;
 	IterationLog log_;
 	std::set<int> watchers_;
@@ -183,6 +185,7 @@ private:
 	std::map<int, Quota> applied_q_;
 	std::map<int, uint32_t> applied_w_;
 	std::map<int, int> applied_cpu_;
+	std::map<int, int> announced_ctx_; // the context each task was last announced on
 	// Where a task is: 1 its own cgroup, 0 its original one, -1 another of
 	// hpcd's (its launcher's, which it inherited).
 	std::map<int, int> in_cg_;
@@ -197,7 +200,7 @@ private:
 	bool said_weighing_ = false; // weight mode: whether hpcd last said it weighs the ranks
 	size_t said_contexts_ = 0; // the most SMT contexts hpcd said it emulates
 	std::optional<Mode> said_mode_; // the mode hpcd last said what it costs
-	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0, rejected_ = 0;
+	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0;
 };
 
 // A managed task the monitor says hello for is a rank now: its boundaries
@@ -315,6 +318,12 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	if (via == Via::Monitor && !up)
 		t.launched_by = launcher_above(pid, true);
 	e.place();
+	// A rank placed before those already announced (a lower rank said
+	// hello later) moves them: say where they are now.
+	for (auto &[p, o] : e.tasks)
+		if (auto it = announced_ctx_.find(p);
+		    it != announced_ctx_.end() && it->second != o.ctx)
+			announce(o);
 	max_tasks_ = std::max(max_tasks_, e.active().size());
 	log(fmt::format("managing {} ({}) job {} rank {} in {}{}", pid, t.name, job, rank, t.cg,
 			t.launcher ? " (launcher)" : ""));
@@ -326,6 +335,7 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 // Tell the watchers (hpcctl run/trace) who a task is.
 void Daemon::announce(const Task &t)
 {
+	announced_ctx_[t.pid] = t.ctx;
 	if (watchers_.empty())
 		return;
 	const std::string line = task_event(e, t).dump() + "\n";
@@ -397,6 +407,7 @@ void Daemon::drop(int pid, const char *why)
 	applied_q_.erase(pid);
 	applied_w_.erase(pid);
 	applied_cpu_.erase(pid);
+	announced_ctx_.erase(pid);
 	in_cg_.erase(pid);
 	apply();
 	if (o_.exit_when_idle && had_task_ && e.tasks.empty() && running_) {
@@ -547,6 +558,8 @@ void Daemon::sample()
 	uint64_t exp;
 	(void)!::read(timer_, &exp, sizeof exp);
 	samples_++;
+	mon_.read_batched([this](const hpcmon_record &r) { on_record(r); },
+			  [this](int pid) { on_monitor_hangup(pid); });
 	std::vector<int> gone;
 	for (auto &[pid, t] : e.tasks) {
 		const std::string base = "/proc/" + std::to_string(pid);
@@ -589,56 +602,46 @@ void Daemon::sample()
 	apply();
 }
 
-void Daemon::on_datagram()
+// One record of a rank's monitor.
+void Daemon::on_record(const hpcmon_record &r)
 {
-	for (;;) {
-		hpcmon_record r{};
-		char ctrl[CMSG_SPACE(sizeof(ucred))];
-		iovec iov{&r, sizeof r};
-		msghdr m{};
-		m.msg_iov = &iov;
-		m.msg_iovlen = 1;
-		m.msg_control = ctrl;
-		m.msg_controllen = sizeof ctrl;
-		ssize_t n = ::recvmsg(mon_, &m, MSG_DONTWAIT);
-		if (n < 0)
-			return;
-		ucred cred{};
-		bool have_cred = false;
-		for (cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
-				std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
-				have_cred = true;
-			}
-		// A rank speaks only for itself (root may speak for anyone).
-		if (n != sizeof r || r.magic != HPCMON_MAGIC || r.version != HPCMON_VERSION ||
-		    !have_cred || (cred.uid != 0 && cred.pid != r.pid)) {
-			rejected_++;
-			continue;
+	records_++;
+	const std::string job = fmt::format("j{:08x}", r.job);
+	if (r.kind == HPCMON_HELLO) {
+		auto &ig = e.s.ignore_ranks;
+		if (std::find(ig.begin(), ig.end(), r.rank) != ig.end()) {
+			log(fmt::format("rank {} (pid {}) is in ignore_ranks: not adopted", r.rank,
+					r.pid));
+		} else if (!o_.no_adopt) {
+			std::string err = add(r.pid, "", job, r.rank, Via::Monitor, r.end_ns);
+			if (!err.empty())
+				log(err);
 		}
-		records_++;
-		const std::string job = fmt::format("j{:08x}", r.job);
-		if (r.kind == HPCMON_HELLO) {
-			auto &ig = e.s.ignore_ranks;
-			if (std::find(ig.begin(), ig.end(), r.rank) != ig.end()) {
-				log(fmt::format("rank {} (pid {}) is in ignore_ranks: not adopted",
-						r.rank, r.pid));
-			} else if (!o_.no_adopt) {
-				std::string err =
-					add(r.pid, "", job, r.rank, Via::Monitor, r.end_ns);
-				if (!err.empty())
-					log(err);
-			}
-		} else if (r.kind == HPCMON_BYE) {
-			drop(r.pid, "the monitor said bye");
-		} else if (r.kind == HPCMON_ITERATION) {
-			e.record(r, mono_ns());
-			log_records();
-			// Records of one barrier close iterations of both siblings:
-			// look after each, so that no iteration goes unseen.
-			note();
-		}
+	} else if (r.kind == HPCMON_BYE) {
+		drop(r.pid, "the monitor said bye");
+	} else if (r.kind == HPCMON_ITERATION) {
+		e.record(r, mono_ns());
+		log_records();
+		// Records of one barrier close iterations of both siblings:
+		// look after each, so that no iteration goes unseen.
+		note();
 	}
+}
+
+// A rank's monitor that hung up without its bye: the rank is gone (or
+// cannot speak any more); /proc would say so only at the next look.
+void Daemon::on_monitor_hangup(int pid)
+{
+	if (const Task *t = e.find(pid); t && t->monitored)
+		drop(pid, "its monitor hung up");
+}
+
+// A new connection's first records (its hello: the rank is adopted now).
+void Daemon::on_monitor_read(int fd)
+{
+	mon_.read(
+		fd, [this](const hpcmon_record &r) { on_record(r); },
+		[this](int pid) { on_monitor_hangup(pid); });
 	apply();
 }
 
@@ -697,7 +700,8 @@ json Daemon::status()
 		    {"cpu_ms", own_cpu_ms()},
 		    {"samples", samples_},
 		    {"records", records_},
-		    {"records_rejected", rejected_}};
+		    {"records_rejected", mon_.rejected()},
+		    {"monitor_connections", mon_.connections()}};
 }
 
 void Daemon::on_control_accept()
@@ -849,9 +853,8 @@ void Daemon::release_sockets()
 		ctl_ = -1;
 		::unlink(o_.control.c_str());
 	}
-	if (mon_ >= 0) {
-		::close(mon_);
-		mon_ = -1;
+	if (mon_.listen_fd() >= 0) {
+		mon_.close();
 		::unlink(o_.monitor.c_str());
 	}
 }
@@ -931,10 +934,8 @@ int Daemon::run()
 
 	int rc = 0;
 	try {
-		ctl_ = make_unix(SOCK_STREAM, o_.control, 0600);
-		mon_ = make_unix(SOCK_DGRAM, o_.monitor, 0666);
-		int one = 1;
-		::setsockopt(mon_, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+		ctl_ = make_unix(o_.control, 0600);
+		mon_.open(o_.monitor, 0666);
 		timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		arm_timer();
 
@@ -991,8 +992,12 @@ int Daemon::run()
 		while (running_) {
 			std::vector<pollfd> fds{{sig_, POLLIN, 0},
 						{timer_, POLLIN, 0},
-						{mon_, POLLIN, 0},
+						{mon_.listen_fd(), POLLIN, 0},
 						{ctl_, POLLIN, 0}};
+			// A rank's connection until its hello; then read on the
+			// timer (MonitorSocket::read_batched, in sample()).
+			for (int fd : mon_.eager_fds())
+				fds.push_back({fd, POLLIN, 0});
 			for (auto &[fd, c] : clients_)
 				fds.push_back(
 					{fd,
@@ -1003,7 +1008,10 @@ int Daemon::run()
 			if (fds[0].revents)
 				on_signal();
 			if (fds[2].revents)
-				on_datagram();
+				mon_.accept_all();
+			for (size_t i = 4; i < fds.size(); i++)
+				if (fds[i].revents && mon_.is_eager(fds[i].fd))
+					on_monitor_read(fds[i].fd);
 			if (fds[1].revents)
 				sample();
 			if (fds[3].revents)
@@ -1061,7 +1069,8 @@ int main(int argc, char **argv)
 		       "/proc mode: run bursts up to this long inside a wait do not split it")
 		->check(CLI::Range(0u, 1000000u));
 	app.add_option("--control", o.control, "control socket ($HPCD_CONTROL)");
-	app.add_option("--monitor", o.monitor, "monitor datagram socket ($HPCD_SOCKET)");
+	app.add_option("--monitor", o.monitor,
+		       "the MPI monitor's socket: one connection per rank ($HPCD_SOCKET)");
 	app.add_flag("--no-adopt", o.no_adopt,
 		     "adopt no rank (neither on the monitor's hello nor under a launcher)");
 	app.add_flag("--exit-when-idle", o.exit_when_idle, "exit when the last task has gone");

@@ -207,7 +207,7 @@ for way in $ways; do
 		${BACKGROUND} >"$work/$way.background" 2>&1 &
 		bg=$!
 	fi
-	# "none": the monitor is loaded all the same (nobody reads its datagrams).
+	# "none": the monitor is loaded all the same (nobody reads its records).
 	if [ -n "${PROGRAM:-}" ] && [ "${PROGRAM_OUTPUT:-}" = monitor ]; then
 		# shellcheck disable=SC2086
 		HPCMON_REPORT=$work/$way.monitor.json run mpirun --oversubscribe $root --bind-to none \

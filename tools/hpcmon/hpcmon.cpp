@@ -12,15 +12,16 @@
  * separated by less than min_wait of compute form one wait phase; when a wait
  * phase reaches min_wait (HPCMON_MIN_WAIT_US, default 100 us) the iteration
  * closes at the exit of that call (compute resumes) and is published as an
- * hpcmon_record datagram. A wait phase that stays shorter is counted as
+ * hpcmon_record. A wait phase that stays shorter is counted as
  * compute, like the policy core does with short sleeps.
  *
  * Per wrapped call: two clock_gettime (vDSO) and no syscall, except the
  * first call of a wait phase (after at least min_wait of compute, or after
  * an iteration closed), which also reads the thread's CPU clock (one system
  * call: the compute phase's CPU time, record field cpu_ns); one more CPU
- * clock read and one sendto per closed iteration (MSG_DONTWAIT, dropped when
- * nobody listens).
+ * clock read and one send per closed iteration (MSG_DONTWAIT on the rank's
+ * own connection to hpcd, dropped when nobody listens; without a connection,
+ * one connect attempt a second at most).
  *
  * One source, one library per MPI implementation (their ABIs differ):
  * libhpcmon.so (libhpcmon-openmpi.so) for Open MPI, libhpcmon-mpich.so for
@@ -107,6 +108,7 @@ struct State {
 	sockaddr_un addr{};
 	socklen_t addrlen = 0;
 	uint64_t sent = 0, dropped = 0;
+	uint64_t next_connect = 0;                  // no connection: when to try again
 	uint64_t cpu0 = 0, nvcsw0 = 0, nivcsw0 = 0; // at MPI_Init: reported as deltas
 	// The main thread's CPU time when the last iteration closed, and when the
 	// present wait phase began (its first call): the compute phase's CPU
@@ -313,19 +315,14 @@ void open_socket()
 		warn("HPCD_SOCKET path too long: %s", path);
 		return;
 	}
-	st.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (st.sock < 0)
-		return;
 	st.addr.sun_family = AF_UNIX;
 	strcpy(st.addr.sun_path, path);
 	st.addrlen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + strlen(path) + 1);
 }
 
-void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uint64_t end,
-	     uint64_t cpu = 0, uint32_t phases = 0)
+hpcmon_record make_record(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait,
+			  uint64_t end, uint64_t cpu, uint32_t phases)
 {
-	if (st.sock < 0)
-		return;
 	hpcmon_record r{};
 	r.magic = HPCMON_MAGIC;
 	r.version = HPCMON_VERSION;
@@ -340,10 +337,62 @@ void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uin
 	r.end_ns = end;
 	r.cpu_ns = cpu;
 	r.phases = phases;
-	if (sendto(st.sock, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL,
-		   reinterpret_cast<const sockaddr *>(&st.addr), st.addrlen) == sizeof(r))
+	return r;
+}
+
+// Send @r on the rank's connection; a connection hpcd closed is dropped (the
+// next record connects again), a full one keeps (hpcd is behind).
+bool send_record(const hpcmon_record &r)
+{
+	if (send(st.sock, &r, sizeof r, MSG_DONTWAIT | MSG_NOSIGNAL) == sizeof r)
+		return true;
+	if (errno != EAGAIN && errno != EWOULDBLOCK) {
+		close(st.sock);
+		st.sock = -1;
+	}
+	return false;
+}
+
+// The rank's own connection to hpcd (one queue per rank: a barrier's records
+// of every rank of a node fit, where one shared datagram queue held 10), made
+// at MPI_Init and, when hpcd was not there or went away, again at most once a
+// second. A new connection starts with the rank's hello: at MPI_Init its
+// time, later the time it connected (hpcd's history of the rank starts there).
+bool connected(uint64_t now)
+{
+	if (st.sock >= 0)
+		return true;
+	if (!st.addrlen || now < st.next_connect)
+		return false;
+	st.next_connect = now + 1000000000ull;
+	st.sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (st.sock < 0)
+		return false;
+	if (connect(st.sock, reinterpret_cast<const sockaddr *>(&st.addr), st.addrlen) != 0) {
+		close(st.sock);
+		st.sock = -1;
+		return false;
+	}
+	const uint64_t since = st.sent || st.dropped ? now : st.t_init;
+	if (send_record(make_record(HPCMON_HELLO, 0, 0, 0, since, 0, 0)))
 		st.sent++;
-	else
+	return st.sock >= 0;
+}
+
+void publish(uint16_t kind, uint64_t iteration, uint64_t run, uint64_t wait, uint64_t end,
+	     uint64_t cpu = 0, uint32_t phases = 0)
+{
+	if (!st.addrlen)
+		return;
+	// The hello is the connection's first record; a bye needs no new one.
+	if (kind == HPCMON_BYE ? st.sock < 0 : !connected(now_ns())) {
+		st.dropped++;
+		return;
+	}
+	if (kind != HPCMON_HELLO &&
+	    send_record(make_record(kind, iteration, run, wait, end, cpu, phases)))
+		st.sent++;
+	else if (kind != HPCMON_HELLO)
 		st.dropped++;
 }
 

@@ -52,6 +52,10 @@ cg_of() { if [ "$ver" = v1 ]; then awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /
 runtime() { awk '{ print $1 }' /proc/$1/schedstat; }
 affinity() { awk '/^Cpus_allowed_list/ { print $2 }' /proc/$1/status; }
 ctl_up() { "$hpcctl" --backend hpcd status --json >/dev/null 2>&1; }
+# status_field KEY: that field of hpcd's status (empty: no answer).
+status_field() {
+	"$hpcctl" --backend hpcd status --json 2>/dev/null | $py -c "import json,sys; print(json.load(sys.stdin)['$1'])" 2>/dev/null
+}
 start_spin() { "$spin" "$@" >/dev/null & pids+=($!); }
 # As libhpcmon would: hello records for ranks 0 (pid A) and 1 (pid B) of one
 # job, then N iterations 1 s apart, A heavy (999.8 ms computing), B light.
@@ -59,17 +63,18 @@ send_pair() {
 	/usr/bin/python3 - "$HPCD_SOCKET" "$1" "$2" "$3" <<'PY'
 import socket, struct, sys, time
 path, a, b, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
 def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
     return struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, kind, pid, rank, 2, 7, it, run, wait, end, 0, 1, 0)
 for pid, rank in ((a, 0), (b, 1)):
-    s.sendto(rec(2, pid, rank), path)
+    s.send(rec(2, pid, rank))
 time.sleep(0.3)
 now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 for i in range(n):
     end = now + (i + 1) * 1000000000
-    s.sendto(rec(1, b, 1, i, 250000000, 750000000, end), path)
-    s.sendto(rec(1, a, 0, i, 999800000, 200000, end + 10000), path)
+    s.send(rec(1, b, 1, i, 250000000, 750000000, end))
+    s.send(rec(1, a, 0, i, 999800000, 200000, end + 10000))
 PY
 }
 task_json() { "$hpcctl" --backend hpcd top --once --json | python3 -c "import json,sys; t={x['pid']:x for x in json.load(sys.stdin)}; print(t[$1]['$2'])"; }
@@ -184,7 +189,7 @@ check "/proc sampling: the sleeper's iterations are counted ($it)" test "${it:-0
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 
-# --- 5. the monitor's datagrams: hello adopts ranks, iterations drive the core --
+# --- 5. the monitor's records: hello adopts ranks, iterations drive the core ----
 start_spin 60; a=$!
 start_spin 60; b=$!
 "$hpcd" --mode smt-emul --cpus $cpus -v 2>"$work/hpcd4.log" &
@@ -442,6 +447,42 @@ check "trace --perfetto: 12 compute slices" \
 	test "$($py -c "import json,sys; print(sum(e['name'] == 'compute' for e in json.load(open(sys.argv[1]))['traceEvents']))" "$tdir/live.json" 2>/dev/null)" = 12
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
+
+# --- 6f2. a node's barrier: 256 ranks' records at once, none lost ---------------
+# Each rank has its own connection (its own queue): the records of a barrier
+# of every rank of a node arrive, where one shared datagram queue held 10.
+many=()
+for _ in $(seq 256); do sleep 120 & many+=($!); done
+"$hpcd" --cpus $cpus 2>"$work/hpcd6f2.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+$py - "$HPCD_SOCKET" "${many[@]}" >"$work/many.out" 2>&1 <<'PY' &
+import socket, struct, sys, time
+path, pids = sys.argv[1], [int(p) for p in sys.argv[2:]]
+def rec(kind, pid, rank, it=0, end=0):
+    return struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, kind, pid, rank, len(pids), 9, it,
+                       90000000, 10000000, end, 90000000, 1, 0)
+conns = []
+for rank, pid in enumerate(pids):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    s.send(rec(2, pid, rank))
+    conns.append(s)
+time.sleep(1)
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+for i in range(3):  # three barriers, every rank's record sent at once
+    for rank, (pid, s) in enumerate(zip(pids, conns)):
+        s.send(rec(1, pid, rank, i, now + (i + 1) * 100000000))
+print("sent", len(pids) * 4)
+time.sleep(30)  # hpcd reads at its pace; the test ends this sooner
+PY
+sender=$!; pids+=($sender)
+wait_for 20 '[ "$(status_field records)" = 1024 ]'
+check "256 ranks, three barriers at once: hpcd got all 1024 records ($(status_field records), rejected $(status_field records_rejected), $(status_field monitor_connections) connections)" \
+	test "$(status_field records)" = 1024 -a "$(status_field records_rejected)" = 0 -a "$(status_field monitor_connections)" = 256
+check "256 ranks: each managed (the hellos' $(status_field tasks) tasks)" test "$(status_field tasks)" = 256
+kill -TERM $d; wait $d 2>/dev/null
+{ kill -9 $sender "${many[@]}"; wait $sender "${many[@]}"; } 2>/dev/null
 
 # --- 6g. hpcctl trace -- CMD: /proc sampling, until the command ends --------------
 "$hpcctl" trace -o "$tdir/cmd.jsonl" --hpcd "$hpcd" -- "$spin" 3 10 40 >/dev/null 2>"$work/o"; rc=$?

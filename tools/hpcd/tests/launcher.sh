@@ -55,7 +55,7 @@ all_gone() { ! alive "$1" && ! alive "$2" && [ ! -e "$3" ]; }
 # CPUs: the probe is hpcctl and grep (no interpreter to start), and the ranks
 # run long enough for the checks below to see them alive.
 "$hpcctl" trace -o "$work/l.jsonl" --hpcd "$hpcd" --heuristic adaptive --set mode=smt-emul -- \
-	"${mpi[@]}" -np 4 "$spin" 8 20 10 >/dev/null 2>"$work/l.err" &
+	"${mpi[@]}" -np 4 "$spin" 15 20 10 >/dev/null 2>"$work/l.err" &
 tp=$!; pids+=($tp)
 wait_for 10 '[ "$("$hpcctl" --backend hpcd top --once --json 2>/dev/null |
 	grep -o "\"role\":\"task\"" | wc -l)" -eq 4 ]'

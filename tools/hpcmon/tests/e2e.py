@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""libhpcmon end to end: MetBench under LD_PRELOAD with a datagram receiver.
+"""libhpcmon end to end: MetBench under LD_PRELOAD with a receiver of its records.
 
 Checks counts (records per rank and iteration), consistency of run_ns/wait_ns
 with MetBench's own trace (generous ratios), the LIP / efficiency report, and
@@ -57,7 +57,7 @@ check("ranks" in rep and len(rep["ranks"]) == 5, "HPCMON_REPORT JSON parses, 5 r
 recs = rx.recs
 check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == 3 and r["size"] == 5
                                    for r in recs),
-      "every datagram is an hpcmon_record (magic, version, size 5)", f"bad={rx.bad}")
+      "every record is an hpcmon_record (magic, version, size 5)", f"bad={rx.bad}")
 pids = {r["rank"]: r["pid"] for r in recs}
 check(sorted(pids) == [0, 1, 2, 3, 4] and len(set(pids.values())) == 5
       and len({r["job"] for r in recs}) == 1, "5 ranks, one pid each, one job id", pids)

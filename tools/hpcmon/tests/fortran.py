@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """libhpcmon and Fortran programs: one program per binding (mpif.h, 'use mpi',
-'use mpi_f08'; tests/fortran/), run under LD_PRELOAD with a datagram receiver.
+'use mpi_f08'; tests/fortran/), run under LD_PRELOAD with a receiver of its records.
 
 Every program runs NITER iterations in which rank r computes r * UNIT_MS of
 wall-clock busy time, then makes one blocking call (MPI_Barrier, MPI_Waitall,
@@ -110,7 +110,7 @@ for binding, name, call in PROGRAMS:
     hello = sorted(r["rank"] for r in rx.recs if r["kind"] == HELLO)
     check(hello == list(range(NP)) and rep.get("size") == NP
           and sorted(r["rank"] for r in ranks) == list(range(NP)),
-          f"{tag}: every rank registers (HELLO datagram, report)", f"hello={hello}\n{rep}")
+          f"{tag}: every rank registers (HELLO record, report)", f"hello={hello}\n{rep}")
     iters = {r["rank"]: (r["iterations"], r["calls"]) for r in ranks}
     check(len(iters) == NP and all(v == (NITER, NITER) for v in iters.values()),
           f"{tag}: {NITER} {call} calls and {NITER} iterations per rank",
@@ -118,7 +118,7 @@ for binding, name, call in PROGRAMS:
     runs = {rk: [r["run_ns"] for r in sorted(rx.recs, key=lambda r: r["iteration"])
                  if r["kind"] == ITERATION and r["rank"] == rk] for rk in range(NP)}
     check(all(len(v) == NITER for v in runs.values()),
-          f"{tag}: one ITERATION datagram per rank and iteration",
+          f"{tag}: one ITERATION record per rank and iteration",
           {rk: len(v) for rk, v in runs.items()})
     if len(ranks) != NP:
         continue

@@ -2,6 +2,7 @@
 """hpcd's side of libhpcmon's socket for the tests: the record layout and a receiver."""
 import json
 import os
+import select
 import socket
 import struct
 import threading
@@ -14,14 +15,15 @@ MAGIC, ITERATION, HELLO, BYE = 0x48504331, 1, 2, 3
 
 
 class Receiver:
-    """hpcd's side of the socket: bound before the job starts, drained by a thread."""
+    """hpcd's side of the socket: listening before the job starts, each rank's
+    connection drained by a thread."""
 
     def __init__(self, path):
         self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.bind(path)
-        self.sock.settimeout(0.2)
+        self.sock.listen(512)
+        self.conns = []
         self.recs, self.bad = [], 0
         self.stop = False
         self.t = threading.Thread(target=self.loop, daemon=True)
@@ -29,18 +31,25 @@ class Receiver:
 
     def loop(self):
         while not self.stop:
-            try:
-                d = self.sock.recv(4096)
-            except socket.timeout:
-                continue
-            if len(d) != REC.size:
-                self.bad += 1
-                continue
-            self.recs.append(dict(zip(FIELDS, REC.unpack(d))))
+            ready, _, _ = select.select([self.sock] + self.conns, [], [], 0.2)
+            for s in ready:
+                if s is self.sock:
+                    self.conns.append(self.sock.accept()[0])
+                    continue
+                d = s.recv(4096)
+                if not d:
+                    self.conns.remove(s)
+                    s.close()
+                elif len(d) != REC.size:
+                    self.bad += 1
+                else:
+                    self.recs.append(dict(zip(FIELDS, REC.unpack(d))))
 
     def close(self):
         self.stop = True
         self.t.join()
+        for c in self.conns:
+            c.close()
         self.sock.close()
         os.unlink(self.path)
 
