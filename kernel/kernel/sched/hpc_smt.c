@@ -8,16 +8,22 @@
  * 1 (background: leftovers) and 7 (single-thread mode) are outside the
  * table and handled first.
  *
- * Speed map: a concave, piecewise-linear map from decode share to speed,
- * given by the knots below. Two busy contexts at equal priority run at 60 %
- * of single-thread speed each; most of what a higher priority can win is won
- * by d = 2 (92 % of the gain of d = 5) while the low context loses speed
- * steeply, as the POWER5 characterisation reports. The knots are calibrated
- * on MetBench (polling waits, light load 25.34 % of the heavy one): its
- * static best priorities are (4, 6), as in the paper, with the paper's 13 %
- * gain; (4, 5) gains a little less. The unit tests and the simulator's
- * calibration test keep it so; Documentation/scheduler/sched-hpc-policy.rst
- * gives the derivation.
+ * Speed map: a piecewise-linear map from decode share to speed, given by the
+ * knots below. Two busy contexts at equal priority run at 60 % of
+ * single-thread speed each; at d = 2 the high context runs at 961 permille
+ * (95 % of the gain of d = 5, as the POWER5 characterisation reports) and
+ * the low one at 174.
+ *
+ * A waiting sibling. A context whose task waits (for a message or at a
+ * barrier, sleeping or polling) runs no task at the task's priority: its
+ * wait releases the core (single-thread mode) for HPC_SMT_WAIT_RELEASED
+ * permille of the time, and competes at normal priority (4) for the rest,
+ * whatever its task's priority. The busy context's speed is the average.
+ *
+ * The knots and HPC_SMT_WAIT_RELEASED are one least-squares fit to the
+ * paper's Tables III, IV and V (baseline and static rows, times and
+ * % compute): tools/sim/fit/fit_smt.py prints it, with its residuals;
+ * Documentation/scheduler/sched-hpc-policy.rst discusses it.
  */
 #include "hpc_smt.h"
 
@@ -28,11 +34,12 @@ struct hpc_smt_knot {
 
 static const struct hpc_smt_knot hpc_smt_knots[] = {
 	{    0,   0 },
-	{  128, 175 },
+	{  128, 174 },
+	{  256, 495 },
 	{  512, 600 },
-	{  768, 688 },
-	{  896, 700 },
-	{ 1024, 710 },
+	{  768, 913 },
+	{  896, 961 },
+	{ 1024, 983 },
 };
 
 #define HPC_SMT_NR_KNOTS	ARRAY_SIZE(hpc_smt_knots)
@@ -83,18 +90,27 @@ u32 hpc_smt_decode_share(u32 own, u32 sib)
 }
 
 /*
- * Speed (permille of single-thread speed) of a context at priority @own,
- * given its sibling's priority @sib and whether the sibling is busy.
+ * Speed (permille of single-thread speed) of a context at priority @own
+ * beside a sibling context at priority @sib. @sib_busy: the sibling
+ * computes; false when its task waits (sleeping or polling in a wait) or it
+ * has no task: the waiting sibling releases the core part of the time and
+ * competes at normal priority for the rest, whatever @sib. @sib 0 (context
+ * off) or @own 7 is single-thread mode.
  */
 u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy)
 {
+	u32 shared;
+
 	if (own == 0)
 		return 0;
-	if (!sib_busy || sib == 0 || own >= 7)
+	if (sib == 0 || own >= 7)
 		return HPC_SMT_SCALE;
-	if (sib >= 7)
-		return 0;
-	return hpc_smt_share_speed(hpc_smt_decode_share(own, sib));
+	if (sib_busy)
+		return sib >= 7 ? 0 :
+		       hpc_smt_share_speed(hpc_smt_decode_share(own, sib));
+	shared = hpc_smt_share_speed(hpc_smt_decode_share(own, HPC_SMT_PRIO_NORMAL));
+	return (HPC_SMT_WAIT_RELEASED * HPC_SMT_SCALE +
+		(HPC_SMT_SCALE - HPC_SMT_WAIT_RELEASED) * shared) / HPC_SMT_SCALE;
 }
 
 /*

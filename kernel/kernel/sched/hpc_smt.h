@@ -5,8 +5,9 @@
  * The speed of each context of a 2-way SMT core, relative to running alone
  * (single-thread mode), as a function of its own hardware priority, its
  * sibling's priority and whether the sibling is busy. The priorities act
- * through POWER5's decode split; a concave map turns the decode share into
- * speed. Shared by the kernel class, scx_hpc and the user-space tools.
+ * through POWER5's decode split; a piecewise-linear map turns the decode
+ * share into speed; a waiting sibling releases the core part of the time.
+ * Shared by the kernel class, scx_hpc and the user-space tools.
  *
  * See Documentation/scheduler/sched-hpc-policy.rst for the calibration.
  */
@@ -21,6 +22,14 @@
 #define HPC_SHARE_SCALE		1024U
 /* Largest priority difference of the decode table (R = 64). */
 #define HPC_SMT_MAX_DIFF	5
+/* The priority a waiting context competes at, whatever its task's. */
+#define HPC_SMT_PRIO_NORMAL	4
+/*
+ * Permille of a wait during which the waiting context releases the core
+ * (its sibling runs in single-thread mode); it competes at
+ * HPC_SMT_PRIO_NORMAL for the rest. Fitted with the speed map.
+ */
+#define HPC_SMT_WAIT_RELEASED	708U
 
 /*
  * The priorities an emulation by CPU bandwidth can apply (the kernel's
