@@ -257,7 +257,7 @@ static void decide_high(void **state)
 /*
  * The pair rules. Both contexts raised: one step down. Raised and waiting
  * for a busy sibling: one step down, back to min_prio when the wait was
- * deep. A raised sibling's wait never raises us, and neither does a wait of
+ * deep, whether the sibling is raised or not. A raised sibling's wait never raises us, and neither does a wait of
  * ours or of the sibling that is not busy.
  */
 static void decide_pair_rules(void **state)
@@ -283,6 +283,12 @@ static void decide_pair_rules(void **state)
 				    HPC_CLASS_HIGH, &p), 4);
 	assert_int_equal(hpc_decide(5, HPC_CLASS_MEDIUM, low_deep,
 				    HPC_CLASS_HIGH, &p), 4);
+	/* A deep wait drops the lead also when the sibling has taken it
+	 * (the loads were reversed): no (5, 5) on the way. */
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
+				    HPC_CLASS_HIGH | HPC_PEER_RAISED, &p), 4);
+	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, HPC_CLASS_LOW,
+				    HPC_CLASS_HIGH | HPC_PEER_RAISED, &p), 5);
 	/* The sibling is not busy: it waits too (for another core). */
 	assert_int_equal(hpc_decide(6, HPC_CLASS_HIGH, low_deep,
 				    HPC_CLASS_MEDIUM, &p), 6);
@@ -456,10 +462,28 @@ static void peer_woke_during_wait(void **state)
 	run_iter(&peer, &now, US(3000), US(7000), &p, HPC_CLASS_NONE);
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
 			 HPC_CLASS_LOW);
-	/* Nor would it, were the sibling raised: then its wait is its lead's. */
+	/* Nor does it were the sibling raised: a deep wait means the loads
+	 * changed; the raised sibling drops its lead (hpc_decide() rule 1) and
+	 * we are the heavy task now. */
+	peer.prio = 5;
+	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
+			 HPC_CLASS_LOW);
+	/* A shallow wait (40 %) of a raised sibling is its lead's. */
+	run_iter(&peer, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
 	peer.prio = 5;
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
 			 HPC_CLASS_MEDIUM | HPC_PEER_RAISED);
+	/* Its closed iteration ran raised (prev_prio): raised, even if it is
+	 * back at min_prio now ... */
+	peer.prio = 4;
+	peer.prev_prio = 5;
+	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
+			 HPC_CLASS_MEDIUM | HPC_PEER_RAISED);
+	/* ... but its open iteration, run at min_prio after that decision,
+	 * is not: a wait for us (40 %, after a 40 % one: confirmed). */
+	hpc_task_sleep(&peer, now + US(4000));
+	assert_int_equal(hpc_peer_class(&peer, now + US(10000), now + US(5000), &p),
+			 HPC_CLASS_LOW);
 	(void)state;
 }
 

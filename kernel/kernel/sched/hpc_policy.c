@@ -227,14 +227,16 @@ static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
  * LOW only when it waits for us for sure, and HPC_PEER_RAISED when it runs
  * above min_prio. In order:
  *
- * 1. The sibling raised: step down if raised too, else hold. Priority acts
+ * 1. Raised, yet its last iteration waited for a busy sibling: the lead is
+ *    too large (a noisy iteration, or it was raised on noise): one step
+ *    down; if that wait was deep (HPC_CLASS_DEEP: the loads changed), the
+ *    lead is wrong: back to min_prio, also when the sibling has already
+ *    taken the lead (see hpc_peer_judged()). A lead is rebuilt one step at
+ *    a time.
+ * 2. The sibling raised: step down if raised too, else hold. Priority acts
  *    only through the difference of the pair, so a pair at (5, 5) or (6, 6)
  *    is (4, 4) with less room; it is brought back down, never kept, and
  *    nobody is raised beside a raised sibling.
- * 2. Raised, yet its last iteration waited for a busy sibling: the lead is
- *    too large (a noisy iteration, or it was raised on noise): one step
- *    down; if that wait was deep (HPC_CLASS_DEEP: the loads changed), the
- *    lead is wrong: back to min_prio. A lead is rebuilt one step at a time.
  * 3. Low by the heuristic (the task waits a lot): one step down.
  * 4. High by the heuristic, and the sibling waits for us: one step up. A
  *    lead is started (from min_prio) only on an unambiguous wait (not
@@ -254,11 +256,11 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 	int now_class = hpc_class_of(own_now);
 
 	prio = hpc_clamp(prio, p);
-	if (peer >= 0 && (peer & HPC_PEER_RAISED))
-		return prio > p->min_prio ? prio - 1 : prio;
 	if (now_class == HPC_CLASS_LOW && peer_class == HPC_CLASS_HIGH &&
 	    prio > p->min_prio)
 		return own_now & HPC_CLASS_DEEP ? p->min_prio : prio - 1;
+	if (peer >= 0 && (peer & HPC_PEER_RAISED))
+		return prio > p->min_prio ? prio - 1 : prio;
 	if (own_class == HPC_CLASS_LOW && prio > p->min_prio)
 		return prio - 1;
 	if (own_class != HPC_CLASS_HIGH || peer_class != HPC_CLASS_LOW ||
@@ -274,34 +276,44 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
  * What the detector says of a sibling (snapshot @peer) whose judged
  * iteration computed @run at utilisation @util, after an iteration at
  * @before (HPC_UTIL_SCALE if none, or if it computed nothing): its class,
- * with HPC_PEER_RAISED when it runs above min_prio or did before its last
- * decision (a pair that steps down from (5, 5) one task after the other
+ * with HPC_PEER_RAISED when it runs above min_prio or ran the judged
+ * iteration above it (@closed: its last closed iteration, run at
+ * prev_prio; a pair that steps down from (5, 5) one task after the other
  * comes down to (4, 4), not (4, 5)). A low iteration is a wait for us only
- * if (else MEDIUM)
+ * if (else MEDIUM) it computed something (at least min_wait_us: back-to-back
+ * waits, e.g. MPI's start-up, are communication, not a share of a compute
+ * phase), and
  *
- * - the sibling ran it at min_prio, not raised: the wait of a raised task
- *   comes from its own lead (rule 2 of hpc_decide() takes it back);
- * - it computed something (at least min_wait_us): back-to-back waits,
- *   e.g. MPI's start-up, are communication, not a share of a compute phase;
- *
- * and it carries HPC_PEER_UNSURE unless it is deep (below half of
- * low_util: no noise halves a balanced task's share) or confirmed by the
- * iteration before it (a wait that lasts): one noisy iteration of a
- * balanced pair starts no lead.
+ * - it is deep (below half of low_util): the loads changed. No noise halves
+ *   a balanced task's share, and a raised sibling that waits that long has
+ *   the wrong lead and drops it at its own decision (rule 2 of
+ *   hpc_decide()): we are the heavy task now, and take the lead at once,
+ *   without the raised flag;
+ * - or the sibling ran it at min_prio, not raised: the shallow wait of a
+ *   raised task comes from its own lead (rule 2 reduces it). It then
+ *   carries HPC_PEER_UNSURE unless confirmed by the iteration before it (a
+ *   wait that lasts): one noisy iteration of a balanced pair starts no
+ *   lead.
  */
 static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
-			   u32 before, const struct hpc_params *p)
+			   u32 before, bool closed, const struct hpc_params *p)
 {
 	u32 low = p->low_util * (HPC_UTIL_SCALE / 100);
 	int class = hpc_classify(util, p);
-	int raised = peer->prio > p->min_prio || peer->prev_prio > p->min_prio ?
+	int raised = peer->prio > p->min_prio ||
+		     (closed && peer->prev_prio > p->min_prio) ?
 		     HPC_PEER_RAISED : 0;
 
 	if (class != HPC_CLASS_LOW)
 		return class | raised;
-	if (run < (u64)p->min_wait_us * 1000 || raised)
+	if (run < (u64)p->min_wait_us * 1000)
 		return HPC_CLASS_MEDIUM | raised;
-	if (util >= low / 2 && before >= low)
+	/* A deep wait: the loads changed; a raised sibling drops its lead. */
+	if (util < low / 2)
+		return class;
+	if (raised)
+		return HPC_CLASS_MEDIUM | raised;
+	if (before >= low)
 		return class | HPC_PEER_UNSURE;
 	return class;
 }
@@ -473,7 +485,7 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
 			     hpc_classify(live, p),
 			     hpc_peer_judged(peer, peer->last_run, peer->last_util,
-					     peer->prev_util, p), p);
+					     peer->prev_util, true, p), p);
 	return 1;
 }
 
@@ -507,7 +519,7 @@ int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 
 	if (peer->nr_iter && peer->iter_start >= since)
 		return hpc_peer_judged(peer, peer->last_run, peer->last_util,
-				       peer->prev_util, p);
+				       peer->prev_util, true, p);
 
 	run = peer->cur_run;
 	if (peer->state == HPC_TASK_RUNNABLE)
@@ -517,5 +529,5 @@ int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 		return HPC_CLASS_NONE;
 	before = peer->nr_iter && peer->last_run >= (u64)p->min_wait_us * 1000 ?
 		 peer->last_util : HPC_UTIL_SCALE;
-	return hpc_peer_judged(peer, run, hpc_util(run, total), before, p);
+	return hpc_peer_judged(peer, run, hpc_util(run, total), before, false, p);
 }
