@@ -28,3 +28,4 @@ run: build
 	@echo; echo "== The same policy in the simulator (paper's machine model) =="
 	@$(HPCSIM) table --workload metbench
 	@$(HPCSIM) table --workload metbenchvar
+	@$(HPCSIM) table --workload bt_mz

@@ -39,14 +39,14 @@ json load_json(const std::string &path, const char *what)
 struct Opts {
 	std::string workload, spec, paper, mode = "uniform", static_prio;
 	std::vector<std::string> settings;
-	int iterations = 50, k = 15;
+	int iterations = 10, k = 15;
 	bool json = false, trace = false;
 };
 
 void add_common(CLI::App *c, Opts &o)
 {
 	auto *w = c->add_option("--workload", o.workload, "built-in workload")
-			  ->check(CLI::IsMember({"metbench", "metbenchvar"}));
+			  ->check(CLI::IsMember({"metbench", "metbenchvar", "bt_mz"}));
 	c->add_option("--spec", o.spec, "workload spec (JSON file)")->excludes(w);
 	c->add_option("--paper", o.paper, "paper-tables.json (for built-in workloads)");
 	c->add_option("--set", o.settings, "tunable KEY=VALUE (sysfs names), repeatable");
@@ -73,6 +73,8 @@ Workload pick_workload(const Opts &o, json &paper, std::string &key)
 		path = HPCSIM_PAPER_TABLES;
 	paper = load_json(path, "paper tables");
 	key = o.workload;
+	if (o.workload == "bt_mz")
+		return btmz(paper);
 	return o.workload == "metbench" ? metbench(paper, o.iterations) : metbenchvar(paper, o.k);
 }
 

@@ -84,7 +84,7 @@ std::string render_table(const Comparison &c, const json *paper)
 	o += fmt::format("{} tasks on {} emulated SMT cores, {} iterations, {} waits; "
 			 "priorities {}..{}, LOW/HIGH_UTIL {}/{}, Adaptive G/L {}/{}\n",
 			 n, (n + 1) / 2, w.iterations,
-			 w.wait == WaitMode::Spin ? "polling" : "blocking", c.params.min_prio,
+			 w.wait == WaitMode::Spin ? "polling" : "modelled", c.params.min_prio,
 			 c.params.max_prio, c.params.low_util, c.params.high_util,
 			 c.params.global_weight, c.params.last_weight);
 	o += "Loads (ms of single-thread work per iteration):";

@@ -58,6 +58,13 @@ double Workload::load_ms(int iter, int i) const
 	return base * (1 + noise_pct / 100 * (2 * u - 1));
 }
 
+int Workload::sibling(int i) const
+{
+	if (!siblings.empty())
+		return siblings[i];
+	return (i ^ 1) < ntasks() ? i ^ 1 : -1;
+}
+
 void Workload::validate() const
 {
 	auto bad = [&](const std::string &why) {
@@ -88,6 +95,16 @@ void Workload::validate() const
 			if (!(l > 0) || !std::isfinite(l) || l > 1e7)
 				bad("loads must be positive numbers of ms (at most 1e7)");
 	}
+	if (!siblings.empty()) {
+		if (siblings.size() != n)
+			bad("siblings: one entry per task");
+		for (size_t i = 0; i < n; i++) {
+			const int s = siblings[i];
+			if (s >= static_cast<int>(n) || s < -1 || s == static_cast<int>(i) ||
+			    (s >= 0 && siblings[s] != static_cast<int>(i)))
+				bad("siblings: each task's sibling must name it back");
+		}
+	}
 }
 
 namespace
@@ -103,11 +120,6 @@ struct Ctx {
 	u64 iter_comp = 0; // compute time in this iteration
 	uint32_t prio = HPC_PRIO_NORMAL;
 };
-
-int sibling(int i)
-{
-	return i ^ 1;
-}
 
 } // namespace
 
@@ -154,9 +166,9 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 		// in rank order, as wake-ups on different CPUs would.
 		for (int i = 0; i < n; i++) {
 			if (it > 0) {
-				int sib = sibling(i);
+				int sib = w.sibling(i);
 				int peer = HPC_CLASS_NONE;
-				if (sib < n)
+				if (sib >= 0)
 					peer = hpc_peer_class(&c[sib].t, now, c[i].t.seg_start, &p);
 				if (hpc_task_wakeup(&c[i].t, now, &p, peer))
 					adopt(i);
@@ -166,8 +178,8 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 		// critical path never waits) is judged now, as the kernel does
 		// from the tick that follows the sibling's wake-up.
 		for (int i = 0; it > 0 && i < n; i++) {
-			int sib = sibling(i);
-			if (sib < n && hpc_task_sibling_judge(&c[i].t, now, &p, &c[sib].t))
+			int sib = w.sibling(i);
+			if (sib >= 0 && hpc_task_sibling_judge(&c[i].t, now, &p, &c[sib].t))
 				adopt(i);
 		}
 		for (int i = 0; i < n; i++) {
@@ -188,10 +200,10 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 				if (!c[i].computing)
 					continue;
 				any = true;
-				int sib = sibling(i);
+				int sib = w.sibling(i);
 				bool sib_busy =
-					sib < n && (c[sib].computing || w.wait == WaitMode::Spin);
-				uint32_t sib_prio = sib < n ? c[sib].prio : 0;
+					sib >= 0 && (c[sib].computing || w.wait == WaitMode::Spin);
+				uint32_t sib_prio = sib >= 0 ? c[sib].prio : 0;
 				speed[i] = hpc_smt_speed(c[i].prio, sib_prio, sib_busy);
 				if (speed[i])
 					dt = std::min(dt,
@@ -252,6 +264,13 @@ std::vector<uint32_t> best_static(const Workload &w, const hpc_params &p)
 			prio[i] = lo + static_cast<uint32_t>(v % span);
 			v /= span;
 		}
+		bool two_raised = false;
+		for (int i = 0; i < n; i++) {
+			const int s = w.sibling(i);
+			two_raised |= s >= 0 && prio[i] > lo && prio[s] > lo;
+		}
+		if (two_raised)
+			continue;
 		cfg.static_prio = prio;
 		double t = simulate(w, cfg).time_s;
 		if (t < best_t * (1 - 1e-12)) {
@@ -263,8 +282,9 @@ std::vector<uint32_t> best_static(const Workload &w, const hpc_params &p)
 }
 
 // Time for a pair with loads a, b (ns of single-thread work) when a gets
-// decode share x (1/HPC_SHARE_SCALE) and b the rest.
-static double pair_time(double a, double b, uint32_t x, WaitMode wait)
+// decode share x (1/HPC_SHARE_SCALE) and b the rest; once one is done the
+// other runs at `alone` (permille) beside the waiting one.
+static double pair_time(double a, double b, uint32_t x, WaitMode wait, double alone)
 {
 	double sa = hpc_smt_share_speed(x) / double(HPC_SMT_SCALE);
 	double sb = hpc_smt_share_speed(HPC_SHARE_SCALE - x) / double(HPC_SMT_SCALE);
@@ -272,27 +292,34 @@ static double pair_time(double a, double b, uint32_t x, WaitMode wait)
 	if (wait == WaitMode::Spin)
 		return std::max(ta, tb);
 	if (ta <= tb)
-		return ta + (b - ta * sb);
-	return tb + (a - tb * sa);
+		return ta + (b - ta * sb) / alone;
+	return tb + (a - tb * sa) / alone;
 }
 
 double ideal_time_s(const Workload &w)
 {
 	const int n = w.ntasks();
+	// The fastest a context can run beside a waiting sibling.
+	double alone = 0;
+	for (uint32_t p = HPC_SMT_EMUL_PRIO_MIN; p <= HPC_SMT_EMUL_PRIO_MAX; p++)
+		alone = std::max(alone,
+				 hpc_smt_speed(p, HPC_PRIO_NORMAL, false) / double(HPC_SMT_SCALE));
 	double total = 0;
 	for (int it = 0; it < w.iterations; it++) {
-		std::vector<double> l(n);
-		for (int i = 0; i < n; i++)
-			l[i] = w.load_ms(it, i);
 		double iter = 0;
-		for (int i = 0; i < n; i += 2) {
+		for (int i = 0; i < n; i++) {
+			const int s = w.sibling(i);
+			if (s >= 0 && s < i)
+				continue;
+			const double li = w.load_ms(it, i);
 			double core;
-			if (i + 1 >= n) {
-				core = l[i]; // alone: single-thread speed
+			if (s < 0) {
+				core = li; // alone: single-thread speed
 			} else {
+				const double ls = w.load_ms(it, s);
 				core = std::numeric_limits<double>::infinity();
 				for (uint32_t x = 1; x < HPC_SHARE_SCALE; x++)
-					core = std::min(core, pair_time(l[i], l[i + 1], x, w.wait));
+					core = std::min(core, pair_time(li, ls, x, w.wait, alone));
 			}
 			iter = std::max(iter, core);
 		}

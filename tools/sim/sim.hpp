@@ -18,9 +18,12 @@ extern "C" {
 namespace hpcsim
 {
 
-// How a task waits at the synchronisation point. Spin: it keeps its context
-// busy (polling MPI), so its sibling stays in SMT mode. Block: it sleeps and
-// its sibling runs in single-thread mode.
+// How a task waits at the synchronisation point. Block (the default): it
+// waits as the SMT model says a waiting context does, hpc_smt_speed(own, sib,
+// false): its context releases the core part of the time and competes at
+// normal priority for the rest (the fit to the paper's Tables III-V). Spin:
+// it keeps computing at its own priority (a busy-polling loop counted as
+// work; the model before the fit, which the paper's tables reject).
 enum class WaitMode { Spin, Block };
 
 enum class Mode { Baseline, Static, Uniform, Adaptive };
@@ -32,13 +35,16 @@ struct Phase {
 	std::vector<double> loads_ms;
 };
 
-// Tasks 2k and 2k+1 share emulated SMT core k; all meet at a barrier at the
-// end of every iteration.
+// Tasks 2k and 2k+1 share emulated SMT core k unless `siblings` says
+// otherwise; all meet at a barrier at the end of every iteration.
 struct Workload {
 	std::string name;
 	std::string description;
 	int iterations = 0;
-	WaitMode wait = WaitMode::Spin;
+	WaitMode wait = WaitMode::Block;
+	// siblings[i]: the task on i's SMT sibling context, -1 for none; empty:
+	// i ^ 1 (tasks 2k, 2k+1 share core k).
+	std::vector<int> siblings;
 	std::vector<Phase> phases;
 	// Per-iteration noise: each task's load in each iteration is scaled by
 	// 1 + u, u uniform in [-noise_pct, +noise_pct] %, drawn from `seed`
@@ -47,6 +53,8 @@ struct Workload {
 	uint64_t seed = 1;
 
 	int ntasks() const { return static_cast<int>(phases.front().loads_ms.size()); }
+	// The task on i's sibling context, or -1.
+	int sibling(int i) const;
 	const Phase &phase_at(int iter) const;
 	int phase_index(int iter) const;
 	// Task i's load in iteration iter, in ms, noise included.
@@ -79,7 +87,8 @@ struct RunResult {
 RunResult simulate(const Workload &w, const RunConfig &cfg);
 
 // The constant priority vector within [min_prio, max_prio] that gives the
-// shortest run (exhaustive search; ties go to the lowest priorities).
+// shortest run (exhaustive search; ties go to the lowest priorities), with at
+// most one context of a core above min_prio, as the rule keeps it.
 std::vector<uint32_t> best_static(const Workload &w, const hpc_params &p);
 
 // Lower bound: each core's contexts split decode share continuously so that
@@ -93,8 +102,10 @@ std::optional<int> settle_iterations(const Workload &w, const RunResult &r, int 
 				     const hpc_params &p, double tol = 0.02);
 
 // Built-in workloads derived from the paper's tables (paper-tables.json).
-Workload metbench(const nlohmann::json &paper, int iterations = 50);
+Workload metbench(const nlohmann::json &paper, int iterations = 10);
 Workload metbenchvar(const nlohmann::json &paper, int k = 15);
+// BT-MZ as in Table V: P1,P4 share a core, P2,P3 the other.
+Workload btmz(const nlohmann::json &paper);
 // A workload from a JSON spec (see tools/sim/README.md).
 Workload workload_from_json(const nlohmann::json &spec);
 

@@ -61,35 +61,156 @@ int run(const std::string &cmd, std::string &out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+double paper_gain(const json &pt, const char *workload, const char *row)
+{
+	return 1 - pt[workload][row]["time_s"].get<double>() /
+			   pt[workload]["baseline"]["time_s"].get<double>();
+}
+
+// Iterations after the start of phase `ph` until every task runs with the
+// priority it ends the phase with (and keeps it): the paper's "iterations
+// to detect and correct the new load imbalance".
+int rebalance_iterations(const Workload &w, const RunResult &r, int ph)
+{
+	const int from = w.phases[ph].from;
+	const int to =
+		ph + 1 < static_cast<int>(w.phases.size()) ? w.phases[ph + 1].from : w.iterations;
+	int first = from;
+	for (const auto &t : r.tasks)
+		for (int i = to - 1; i >= from; i--)
+			if (t.prio[i] != t.prio[to - 1]) {
+				first = std::max(first, i + 1);
+				break;
+			}
+	return first - from;
+}
+
+RunResult run_static(const Workload &w, std::vector<uint32_t> prio)
+{
+	RunConfig cfg;
+	cfg.mode = Mode::Static;
+	cfg.params = defaults();
+	cfg.static_prio = std::move(prio);
+	return simulate(w, cfg);
+}
+
 } // namespace
 
-// The calibration: MetBench's static best priorities are the paper's (4,6,4,6)
-// and reproduce its static gain (Table III, 81.78 s -> 70.90 s) within a point.
-TEST(Calibration, MetBenchStaticGainMatchesPaper)
+// The SMT model's fit (tools/sim/fit/fit_smt.py): MetBench's static best
+// priorities are the paper's (4,6,4,6), with its gain (Table III, 81.78 s ->
+// 70.90 s, -13.3 %) within 2 points, and the baseline reproduces the paper's
+// per-rank % compute.
+TEST(Targets, MetBenchStaticBestIsThePapers)
 {
 	const json pt = paper();
 	Comparison c = compare(metbench(pt), defaults());
 	const auto paper_static = pt["metbench"]["static"]["priority"].get<std::vector<uint32_t>>();
 	EXPECT_EQ(c.static_prio, paper_static);
-	const double paper_gain = 1 - pt["metbench"]["static"]["time_s"].get<double>() /
-					      pt["metbench"]["baseline"]["time_s"].get<double>();
-	EXPECT_NEAR(gain(c.baseline, c.stat), paper_gain, 0.01);
-	// The baseline reproduces the paper's per-rank % compute.
+	EXPECT_NEAR(gain(c.baseline, c.stat), paper_gain(pt, "metbench", "static"), 0.02);
+	EXPECT_NEAR(c.baseline.time_s, pt["metbench"]["baseline"]["time_s"].get<double>(), 0.01);
 	const auto comp = pt["metbench"]["baseline"]["comp"].get<std::vector<double>>();
 	for (size_t i = 0; i < comp.size(); i++)
 		EXPECT_NEAR(c.baseline.tasks[i].comp_pct, comp[i], 0.1) << "P" << i + 1;
+	// The paper's static run has the light ranks on the critical path.
+	EXPECT_GT(c.stat.tasks[0].comp_pct, 99.5);
+	EXPECT_GT(c.stat.tasks[1].comp_pct, 98.5);
+}
+
+// Table III's Uniform (-12.3 %) and Adaptive (-12.4 %), each within 2 points.
+TEST(Targets, MetBenchHeuristicsWithinTwoPoints)
+{
+	const json pt = paper();
+	Comparison c = compare(metbench(pt), defaults());
+	EXPECT_NEAR(gain(c.baseline, c.uniform), paper_gain(pt, "metbench", "uniform"), 0.02);
+	EXPECT_NEAR(gain(c.baseline, c.adaptive), paper_gain(pt, "metbench", "adaptive"), 0.02);
+}
+
+// Table IV's static run (4,6,4,6): -8.1 % within 2 points. Its reversed
+// period costs the paper 8.38 s an iteration against the baseline's 8.18 s
+// (1.02x); the fitted model pays about as little, where polling waits
+// (a waiting task competing at its raised priority) pay 3.4x.
+TEST(Targets, MetBenchVarStaticWithinTwoPoints)
+{
+	const json pt = paper();
+	const Workload w = metbenchvar(pt, 15);
+	const auto prio = pt["metbenchvar"]["static"]["priority"].get<std::vector<uint32_t>>();
+	RunConfig base;
+	base.params = defaults();
+	const RunResult b = simulate(w, base), s = run_static(w, prio);
+	EXPECT_NEAR(b.time_s, pt["metbenchvar"]["baseline"]["time_s"].get<double>(), 0.01);
+	EXPECT_NEAR(gain(b, s), paper_gain(pt, "metbenchvar", "static"), 0.02);
+	const double reversed = s.iter_s[20] / b.iter_s[20];
+	EXPECT_GT(reversed, 1.0);
+	EXPECT_LT(reversed, 1.08);
+	Workload spin = w;
+	spin.wait = WaitMode::Spin;
+	EXPECT_GT(run_static(spin, prio).iter_s[20] / b.iter_s[20], 3.0);
+}
+
+// Table IV's Uniform (-11.1 %) and Adaptive (-11.3 %): each gains at least
+// 9 %, and re-balances within 3 iterations of each reversal. Exact counts:
+// every task runs with its final priority of the period 3 iterations after
+// each reversal (the reversed iteration; the new heavy tasks step up twice,
+// one core an iteration after the other, as the critical rank of the first
+// is judged only when overdue); the paper: Uniform 2 then 3, Adaptive 2.
+TEST(Targets, MetBenchVarHeuristicsRebalanceInThreeIterations)
+{
+	const json pt = paper();
+	const Workload w = metbenchvar(pt, 15);
+	const auto prio = pt["metbenchvar"]["static"]["priority"].get<std::vector<uint32_t>>();
+	Comparison c = compare(w, defaults());
+	for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+		SCOPED_TRACE(r->label);
+		EXPECT_GE(gain(c.baseline, *r), 0.09);
+		EXPECT_EQ(rebalance_iterations(w, *r, 0), 2);
+		EXPECT_EQ(rebalance_iterations(w, *r, 1), 3);
+		EXPECT_EQ(rebalance_iterations(w, *r, 2), 3);
+		// Balanced at the paper's priorities in each period (reversed in
+		// the second).
+		for (int ph = 0; ph < 3; ph++)
+			for (size_t i = 0; i < 4; i++)
+				EXPECT_EQ(r->tasks[i].prio[w.phases[ph].from + 5],
+					  ph == 1 ? 2 * HPC_PRIO_NORMAL + 2 - prio[i] : prio[i])
+					<< "P" << i + 1 << " period " << ph;
+	}
+	for (size_t ph = 0; ph < 3; ph++) {
+		EXPECT_LE(c.settle_uniform[ph], 3) << "phase " << ph;
+		EXPECT_LE(c.settle_adaptive[ph], 3) << "phase " << ph;
+	}
+}
+
+// Table V: the paper's static (4,4,5,6) is a best static setting (P3's
+// raise changes nothing in the barrier model: P4 is the critical path),
+// within 3 points of its -16.2 %; Uniform and Adaptive within 3 points of
+// -16.0 % / -15.8 %.
+TEST(Targets, BtMzWithinThreePoints)
+{
+	const json pt = paper();
+	const Workload w = btmz(pt);
+	Comparison c = compare(w, defaults());
+	EXPECT_NEAR(c.baseline.time_s, pt["bt_mz"]["baseline"]["time_s"].get<double>(), 0.2);
+	const auto prio = pt["bt_mz"]["static"]["priority"].get<std::vector<uint32_t>>();
+	const RunResult s = run_static(w, prio);
+	EXPECT_LE(s.time_s, c.stat.time_s * (1 + 1e-9));
+	EXPECT_NEAR(gain(c.baseline, s), paper_gain(pt, "bt_mz", "static"), 0.03);
+	EXPECT_NEAR(gain(c.baseline, c.uniform), paper_gain(pt, "bt_mz", "uniform"), 0.03);
+	EXPECT_NEAR(gain(c.baseline, c.adaptive), paper_gain(pt, "bt_mz", "adaptive"), 0.03);
+	// P1 stays at 4 and computes about 4x longer beside the raised P4.
+	EXPECT_NEAR(s.tasks[0].comp_pct, pt["bt_mz"]["static"]["comp"][0].get<double>(), 1.0);
 }
 
 TEST(Calibration, IdealBoundsEveryScheme)
 {
-	Comparison c = compare(metbench(paper()), defaults());
-	EXPECT_LE(c.ideal_s, c.stat.time_s);
-	EXPECT_LE(c.stat.time_s, c.baseline.time_s);
-	EXPECT_LE(c.ideal_s, c.uniform.time_s);
-	EXPECT_LE(c.ideal_s, c.adaptive.time_s);
+	for (const Workload &w : {metbench(paper()), metbenchvar(paper(), 15), btmz(paper())}) {
+		Comparison c = compare(w, defaults());
+		EXPECT_LE(c.ideal_s, c.stat.time_s) << w.name;
+		EXPECT_LE(c.stat.time_s, c.baseline.time_s) << w.name;
+		EXPECT_LE(c.ideal_s, c.uniform.time_s) << w.name;
+		EXPECT_LE(c.ideal_s, c.adaptive.time_s) << w.name;
+	}
 }
 
-TEST(Heuristics, MetBenchBalancesWithinTwoIterationsAndStaysStable)
+TEST(Heuristics, MetBenchBalancesAfterOneIterationAndStaysStable)
 {
 	const Workload w = metbench(paper());
 	Comparison c = compare(w, defaults());
@@ -97,45 +218,15 @@ TEST(Heuristics, MetBenchBalancesWithinTwoIterationsAndStaysStable)
 		SCOPED_TRACE(r->label);
 		auto s = settle_iterations(w, *r, 0, defaults());
 		ASSERT_TRUE(s.has_value());
-		EXPECT_LE(*s, 2);
+		EXPECT_EQ(*s, 1);
 		EXPECT_EQ(final_prios(*r), c.static_prio);
 		// No change at all once the priorities have reached the target.
 		for (const auto &t : r->tasks)
 			for (size_t i = 3; i < t.prio.size(); i++)
 				EXPECT_EQ(t.prio[i], t.prio[2]) << "iteration " << i;
-		EXPECT_GT(gain(c.baseline, *r), gain(c.baseline, c.stat) - 0.01);
-	}
-}
-
-TEST(Heuristics, MetBenchVarRebalancesAfterEveryReversal)
-{
-	const Workload w = metbenchvar(paper(), 15);
-	Comparison c = compare(w, defaults());
-	ASSERT_EQ(c.settle_uniform.size(), 3u);
-	for (size_t ph = 0; ph < 3; ph++) {
-		EXPECT_GE(c.settle_uniform[ph], 0) << "Uniform never re-balanced phase " << ph;
-		EXPECT_GE(c.settle_adaptive[ph], 0) << "Adaptive never re-balanced phase " << ph;
-		// Two iterations per reversal for either heuristic: the raised
-		// task that now waits most of the iteration for its busy sibling
-		// drops its lead at once, whatever its history (Uniform's global
-		// utilisation alone would keep it high for 6 and 13 iterations).
-		EXPECT_LE(c.settle_adaptive[ph], 2) << "phase " << ph;
-		EXPECT_LE(c.settle_uniform[ph], 2) << "phase " << ph;
-	}
-	// Stable once settled: at most one more step (the last of a two-step
-	// climb may land inside the 2 % band), then no change until the next
-	// reversal.
-	for (const auto &[r, settle] : {std::pair{&c.uniform, &c.settle_uniform},
-					std::pair{&c.adaptive, &c.settle_adaptive}}) {
-		for (size_t ph = 0; ph < 3; ph++) {
-			const int from = w.phases[ph].from + (*settle)[ph] + 2;
-			const int to = ph + 1 < 3 ? w.phases[ph + 1].from : w.iterations;
-			for (const auto &t : r->tasks)
-				for (int i = from + 1; i < to; i++)
-					EXPECT_EQ(t.prio[i], t.prio[from])
-						<< r->label << " phase " << ph << " iteration "
-						<< i;
-		}
+		// One unbalanced iteration of ten (the paper: 71.74 s against the
+		// static 70.90 s).
+		EXPECT_GT(gain(c.baseline, *r), gain(c.baseline, c.stat) - 0.02);
 	}
 }
 
@@ -226,35 +317,21 @@ TEST(Heuristics, HeavyNoiseNeverRaisesBothContexts)
 		}
 }
 
-TEST(Heuristics, BlockingWaitsLeaveLessToGain)
+// Polling waits (a waiting task keeps competing at its priority: the model
+// before the fit) against the fitted waiting context: with polling a light
+// task raised beside a heavy one slows it for the whole iteration, so
+// MetBenchVar's reversed period costs 3.4x; and the same loads under
+// polling gain more from MetBench's static priorities than the paper's 13 %.
+TEST(Heuristics, PollingWaitsMissThePapersTables)
 {
-	Workload spin = metbench(paper());
-	Workload block = spin;
-	block.wait = WaitMode::Block;
-	Comparison cs = compare(spin, defaults()), cb = compare(block, defaults());
-	// With blocking waits the heavy context runs alone once its sibling sleeps.
-	EXPECT_LT(cb.baseline.time_s, cs.baseline.time_s);
-	EXPECT_LT(gain(cb.baseline, cb.stat), gain(cs.baseline, cs.stat));
-	EXPECT_GE(gain(cb.baseline, cb.stat), 0.0);
-}
-
-TEST(Heuristics, BlockingWaitsMakeTheHeuristicsLose)
-{
-	// MetBench with blocking waits: equal priorities are the best split
-	// (a sleeping sibling leaves the whole core), yet the heavy task's high
-	// utilisation raises it, which slows its light sibling's compute.
-	Workload block = metbench(paper());
-	block.wait = WaitMode::Block;
-	Comparison c = compare(block, defaults());
-	EXPECT_NEAR(c.ideal_s, c.baseline.time_s, 1e-9 * c.baseline.time_s);
-	EXPECT_LT(gain(c.baseline, c.uniform), -0.05);
-	EXPECT_LT(gain(c.baseline, c.adaptive), -0.05);
-	// The table says so instead of dividing by the ideal's zero gain.
-	const std::string t = render_table(c, nullptr);
-	EXPECT_NE(t.find("the ideal gains nothing here"), std::string::npos) << t;
-	EXPECT_EQ(t.find("gain as % of the ideal gain"), std::string::npos) << t;
-	EXPECT_NE(render_table(compare(metbench(paper()), defaults()), nullptr)
-			  .find("gain as % of the ideal gain"),
+	const json pt = paper();
+	Workload spin = metbench(pt);
+	spin.wait = WaitMode::Spin;
+	Comparison cs = compare(spin, defaults());
+	EXPECT_GT(gain(cs.baseline, cs.stat), paper_gain(pt, "metbench", "static") + 0.05);
+	const std::string t = render_table(cs, nullptr);
+	EXPECT_NE(t.find("polling waits"), std::string::npos) << t;
+	EXPECT_NE(render_table(compare(metbench(pt), defaults()), nullptr).find("modelled waits"),
 		  std::string::npos);
 }
 

@@ -20,73 +20,129 @@ const json &table(const json &paper, const char *key)
 	return paper.at(key);
 }
 
-// Single-thread work that takes `seconds` for a context co-running with a
-// busy sibling at equal priority, per the SMT model.
-double co_run_work_ms(double seconds)
+// Single-thread work (ms) of a pair at (4, 4) whose contexts start together
+// and compute c_short <= c_long of an iteration of t_s seconds: the shorter
+// computes beside a busy sibling all along; the longer as well, then beside
+// a waiting one (the SMT model's hpc_smt_speed(4, 4, busy)).
+std::pair<double, double> pair_loads(double c_short, double c_long, double t_s, WaitMode wait)
 {
-	return seconds * 1e3 * hpc_smt_speed(HPC_PRIO_NORMAL, HPC_PRIO_NORMAL, true) /
-	       double(HPC_SMT_SCALE);
+	const double busy =
+		hpc_smt_speed(HPC_PRIO_NORMAL, HPC_PRIO_NORMAL, true) / double(HPC_SMT_SCALE);
+	const double alone = wait == WaitMode::Spin
+				     ? busy
+				     : hpc_smt_speed(HPC_PRIO_NORMAL, HPC_PRIO_NORMAL, false) /
+					       double(HPC_SMT_SCALE);
+	const double s = busy * c_short * t_s * 1e3;
+	return {s, s + alone * (c_long - c_short) * t_s * 1e3};
+}
+
+std::vector<double> percent(const json &row)
+{
+	auto v = row.at("comp").get<std::vector<double>>();
+	for (double &c : v) {
+		if (!(c > 0 && c <= 100))
+			throw std::invalid_argument("paper tables: % compute out of range");
+		c /= 100;
+	}
+	return v;
 }
 
 } // namespace
 
-// MetBench as in Table III: two pairs (light, heavy); with polling waits the
-// baseline % compute of a light task is its load relative to its heavy
-// sibling, and the baseline time fixes the heavy load.
+// MetBench as in Table III, 10 iterations (81.78 s / 10 = 368.17 s / 45: the
+// per-iteration cost of MetBenchVar, the same benchmark and loads): two pairs
+// (light, heavy); the loads give the baseline its time and the light ranks
+// their % compute under the SMT model.
 Workload metbench(const json &paper, int iterations)
 {
 	const json &t = table(paper, "metbench");
-	const auto comp = t.at("baseline").at("comp").get<std::vector<double>>();
+	const auto comp = percent(t.at("baseline"));
 	const double time_s = t.at("baseline").at("time_s").get<double>();
 	if (comp.size() != 4 || iterations <= 0)
 		throw std::invalid_argument("metbench: need 4 baseline ranks and iterations > 0");
-	const double heavy = co_run_work_ms(time_s / iterations);
 	Workload w;
 	w.name = "metbench";
 	w.description = "MetBench (Table III): P1,P3 light, P2,P4 heavy; P1,P2 share core 0, "
-			"P3,P4 core 1; polling waits";
+			"P3,P4 core 1";
 	w.iterations = iterations;
-	w.wait = WaitMode::Spin;
-	w.phases = {Phase{0, {heavy * comp[0] / comp[1], heavy, heavy * comp[2] / comp[3], heavy}}};
+	const double it_s = time_s / iterations;
+	// The heavy ranks are the critical path: the iteration is theirs.
+	const auto [l1, h1] = pair_loads(comp[0], 1, it_s, w.wait);
+	const auto [l3, h3] = pair_loads(comp[2], 1, it_s, w.wait);
+	w.phases = {Phase{0, {l1, h1, l3, h3}}};
 	return w;
 }
 
 // MetBenchVar as in Table IV: the loads of the pairs swap every k iterations
-// (three periods). With polling waits a task's baseline % compute is the
-// mean of its relative loads over the periods: (2r + 1) / 3 for a task that
-// starts light, (2 + r) / 3 for one that starts heavy.
+// (three periods of equal iteration time). A rank's baseline % compute is the
+// mean over the periods: (2c + 1) / 3 for one that starts light (c: its %
+// compute when light), (2 + c) / 3 for one that starts heavy.
 Workload metbenchvar(const json &paper, int k)
 {
 	const json &t = table(paper, "metbenchvar");
-	const auto comp = t.at("baseline").at("comp").get<std::vector<double>>();
+	const auto comp = percent(t.at("baseline"));
 	const double time_s = t.at("baseline").at("time_s").get<double>();
 	if (comp.size() != 4 || k <= 0)
 		throw std::invalid_argument("metbenchvar: need 4 baseline ranks and k > 0");
-	const int iterations = 3 * k;
-	const double heavy = co_run_work_ms(time_s / iterations);
-	std::vector<double> r(4);
+	std::vector<double> c(4);
 	for (int i = 0; i < 4; i++) {
-		double c = comp[i] / 100;
-		r[i] = i % 2 == 0 ? (3 * c - 1) / 2 : 3 * c - 2;
-		if (!(r[i] > 0 && r[i] < 1))
+		c[i] = i % 2 == 0 ? (3 * comp[i] - 1) / 2 : 3 * comp[i] - 2;
+		if (!(c[i] > 0 && c[i] < 1))
 			throw std::invalid_argument("metbenchvar: baseline % compute out of range");
 	}
-	std::vector<double> a = {heavy * r[0], heavy, heavy * r[2], heavy};
-	std::vector<double> b = {heavy, heavy * r[1], heavy, heavy * r[3]};
 	Workload w;
 	w.name = "metbenchvar";
 	w.description = "MetBenchVar (Table IV): loads of P1,P3 and P2,P4 swap every " +
-			std::to_string(k) + " iterations; polling waits";
-	w.iterations = iterations;
-	w.wait = WaitMode::Spin;
+			std::to_string(k) + " iterations";
+	w.iterations = 3 * k;
+	const double it_s = time_s / w.iterations;
+	std::vector<double> a(4), b(4);
+	for (int i = 0; i < 4; i += 2) {
+		const auto [light, heavy] = pair_loads(c[i], 1, it_s, w.wait);
+		const auto [light2, heavy2] = pair_loads(c[i + 1], 1, it_s, w.wait);
+		a[i] = light;
+		a[i + 1] = heavy;
+		b[i] = heavy2;
+		b[i + 1] = light2;
+	}
 	w.phases = {Phase{0, a}, Phase{k, b}, Phase{2 * k, a}};
+	return w;
+}
+
+// BT-MZ as in Table V (class A, 200 iterations): P1,P4 share core 0 and
+// P2,P3 core 1 (in the static row P1 stays at priority 4 and computes 3.4x
+// longer: its sibling is the rank raised to 6, P4); the loads give the
+// baseline its time and % compute. Every rank meets the others at a barrier
+// (BT-MZ synchronises with its neighbours: a model of it).
+Workload btmz(const json &paper)
+{
+	const json &t = table(paper, "bt_mz");
+	const auto comp = percent(t.at("baseline"));
+	const double time_s = t.at("baseline").at("time_s").get<double>();
+	if (comp.size() != 4)
+		throw std::invalid_argument("bt_mz: need 4 baseline ranks");
+	Workload w;
+	w.name = "bt_mz";
+	w.description = "BT-MZ (Table V): P1,P4 share core 0, P2,P3 core 1";
+	w.iterations = 200;
+	w.siblings = {3, 2, 1, 0};
+	const double it_s = time_s / w.iterations;
+	std::vector<double> l(4);
+	for (auto [x, y] : {std::pair{0, 3}, std::pair{1, 2}}) {
+		const bool xs = comp[x] <= comp[y];
+		const auto [s, g] =
+			pair_loads(xs ? comp[x] : comp[y], xs ? comp[y] : comp[x], it_s, w.wait);
+		l[x] = xs ? s : g;
+		l[y] = xs ? g : s;
+	}
+	w.phases = {Phase{0, l}};
 	return w;
 }
 
 Workload workload_from_json(const json &spec)
 {
-	static const char *known[] = {"name",   "description", "iterations", "wait",
-				      "phases", "loads_ms",    "noise_pct",  "seed"};
+	static const char *known[] = {"name",     "description", "iterations", "wait",    "phases",
+				      "loads_ms", "noise_pct",   "seed",       "siblings"};
 	if (!spec.is_object())
 		throw std::invalid_argument("workload spec: must be a JSON object");
 	for (auto it = spec.begin(); it != spec.end(); ++it) {
@@ -102,7 +158,7 @@ Workload workload_from_json(const json &spec)
 		w.name = spec.value("name", "spec");
 		w.description = spec.value("description", "");
 		w.iterations = spec.at("iterations").get<int>();
-		std::string wait = spec.value("wait", "spin");
+		std::string wait = spec.value("wait", "block");
 		if (wait == "spin")
 			w.wait = WaitMode::Spin;
 		else if (wait == "block")
@@ -115,6 +171,8 @@ Workload workload_from_json(const json &spec)
 			throw std::invalid_argument(
 				"workload spec: seed must be a whole number >= 0");
 		w.seed = spec.value("seed", uint64_t{1});
+		if (spec.contains("siblings"))
+			w.siblings = spec.at("siblings").get<std::vector<int>>();
 		if (spec.contains("phases") == spec.contains("loads_ms"))
 			throw std::invalid_argument(
 				"workload spec: give either loads_ms or phases (not both)");
