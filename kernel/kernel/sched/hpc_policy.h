@@ -131,10 +131,11 @@ enum hpc_class {
 
 /*
  * Flags on a class passed to hpc_decide(). HPC_PEER_RAISED: set in what
- * hpc_peer_class() returns when the sibling runs above min_prio, or did
- * before its last decision (a pair keeps at most one raised context).
- * HPC_PEER_UNSURE: on the sibling's low iteration when it is neither deep
- * nor confirmed by the one before (it may be noise). HPC_CLASS_DEEP: on the
+ * hpc_peer_class() returns when the sibling runs above min_prio, or ran the
+ * judged iteration above it (a pair keeps at most one raised context); not
+ * on a deep wait, which hands the lead over. HPC_PEER_UNSURE: on the
+ * sibling's low iteration when it is neither deep nor confirmed by the one
+ * before (it may be noise). HPC_CLASS_DEEP: on the
  * task's own low iteration, below half of low_util. The class is the rest
  * (hpc_class_of()).
  */
