@@ -12,8 +12,8 @@ if [ "$(nproc)" -lt 2 ]; then ok "scx metbench # SKIP needs 2 CPUs"; exit 0; fi
 start_hpc || { nok "scx_hpc enabled"; exit 1; }
 # per-event cost of the BPF programs (TCG: inflated, relative only)
 echo 1 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
-# A 6x load: at priorities (6, 4) the SMT model's speeds are 700 and 175
-# permille, a ratio of 4, so a 4x load would end exactly balanced, and
+# A 6x load: at priorities (6, 4) the SMT model's speeds are 961 and 174
+# permille, a ratio of 5.5, so a 5.5x load would end exactly balanced, and
 # either worker could then read as the one that waits. At 6x the heavy
 # worker stays the slower one at (6, 4): the end state is unique.
 /usr/local/bin/scx_metbench -i 40 -H 60 -L 10 > /tmp/mb 2>&1 &

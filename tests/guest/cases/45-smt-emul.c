@@ -16,10 +16,10 @@
  * Without it the heuristic is free to act, and it does: one spinner ends
  * up at priority 5 (the start-up wake-up of one closes an iteration that
  * the other computed through, which makes the other the critical path),
- * and the pair runs at hpc_smt_speed(5, 4) / (4, 5) = 688 / 317 permille.
- * That is what was measured before (690/315 and 690/316, at 10 ms and
- * 50 ms periods; read back once: priorities 5 / 4, 712/320), not late
- * refills. The fair fillers keep both vCPUs busy while their contexts are
+ * and the pair runs at hpc_smt_speed(5, 4) / (4, 5) (688 / 317 permille
+ * in the SMT model of the time; 913 / 495 in the fitted one). That is what
+ * was measured then (690/315 and 690/316, at 10 ms and 50 ms periods; read
+ * back once: priorities 5 / 4, 712/320), not late refills. The fair fillers keep both vCPUs busy while their contexts are
  * throttled, so that a refill never waits for a halted vCPU to be woken
  * on a loaded TCG host.
  */

@@ -13,11 +13,11 @@ using hpcd_test::rec;
 
 TEST(SmtQuota, BothBusyFollowsTheModel)
 {
-	// (4,6): the table of sched-hpc-policy.rst gives 175 and 700 permille.
-	ASSERT_EQ(hpc_smt_speed(4, 6, true), 175u);
-	ASSERT_EQ(hpc_smt_speed(6, 4, true), 700u);
-	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 1), (Quota{1750, 10000}));
-	EXPECT_EQ(smt_quota(6, 4, true, true, 10000, 1), (Quota{7000, 10000}));
+	// (4,6): the table of sched-hpc-policy.rst gives 174 and 961 permille.
+	ASSERT_EQ(hpc_smt_speed(4, 6, true), 174u);
+	ASSERT_EQ(hpc_smt_speed(6, 4, true), 961u);
+	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 1), (Quota{1740, 10000}));
+	EXPECT_EQ(smt_quota(6, 4, true, true, 10000, 1), (Quota{9610, 10000}));
 	EXPECT_EQ(smt_quota(4, 4, true, true, 10000, 1), (Quota{6000, 10000}));
 	for (uint32_t a = 1; a <= 6; a++)
 		for (uint32_t b = 1; b <= 6; b++) {
@@ -56,8 +56,8 @@ TEST(Engine, PollingWaitsKeepASleepingSiblingBusy)
 TEST(SmtQuota, DilationKeepsRatios)
 {
 	// Two contexts per CPU: period doubles, quotas stay, alone = 1/2 CPU.
-	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 2), (Quota{1750, 20000}));
-	EXPECT_EQ(smt_quota(6, 4, true, true, 10000, 2), (Quota{7000, 20000}));
+	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 2), (Quota{1740, 20000}));
+	EXPECT_EQ(smt_quota(6, 4, true, true, 10000, 2), (Quota{9610, 20000}));
 	EXPECT_EQ(smt_quota(6, 4, true, false, 10000, 2), (Quota{10000, 20000}));
 }
 
@@ -144,8 +144,8 @@ TEST(Engine, RecordsDriveThePolicyCore)
 	EXPECT_EQ(h.t.prio, 6u);
 	EXPECT_EQ(l.t.prio, 4u);
 	e.plan();
-	EXPECT_EQ(h.quota.quota_us, 7000);
-	EXPECT_EQ(l.quota.quota_us, 1750);
+	EXPECT_EQ(h.quota.quota_us, 9610);
+	EXPECT_EQ(l.quota.quota_us, 1740);
 	// The light rank waits (sleeping): the heavy one runs unthrottled.
 	e.live(101, false);
 	e.plan();
