@@ -34,13 +34,16 @@
  *
  * Mechanism: x86 SMT emulation by bandwidth. CPUs 2k and 2k+1 form an
  * emulated core. In every period (period_us, aligned on the monotonic
- * clock) a CPU may run HPC tasks for hpc_smt_speed(own prio, sibling prio,
- * sibling busy) / 1000 of the period; the sibling is busy while it runs an
- * HPC task, has some queued or is throttled. A CPU that used its
- * budget is throttled: ops.tick ends the running task's slice, ops.dispatch
- * stops handing out HPC tasks and a task that would keep running
- * (SCX_ENQ_LAST) is queued instead, until the next period; a BPF timer at
- * each period boundary kicks the throttled CPUs so that they dispatch again.
+ * clock) a CPU whose sibling is busy may run HPC tasks for
+ * hpc_smt_speed(own prio, sibling prio, true) / 1000 of the period; the
+ * sibling is busy while it runs an HPC task, has some queued or is
+ * throttled. Beside an idle sibling a CPU runs unthrottled (sibling
+ * priority 0: single-thread mode), as in the kernel class and hpcd. A CPU
+ * that used its budget is throttled: ops.tick ends the running task's
+ * slice, ops.dispatch stops handing out HPC tasks and a task that would
+ * keep running (SCX_ENQ_LAST) is queued instead, until the next period; a
+ * BPF timer at each period boundary kicks the throttled CPUs so that they
+ * dispatch again.
  */
 #include <scx/common.bpf.h>
 
@@ -351,7 +354,15 @@ static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 	 * stopped but is not queued yet. */
 	sib_busy = sc->running || sc->throttled ||
 		   scx_bpf_dsq_nr_queued(cpu ^ 1) > 0;
-	speed = hpc_smt_speed(c->cur_prio, sc->cur_prio, sib_busy);
+	/*
+	 * An idle sibling context (no HPC task running, queued or held back)
+	 * leaves this one in single-thread mode: sibling priority 0, as the
+	 * kernel class and hpcd have it. The model's waiting sibling
+	 * (hpc_smt_speed(own, sib, false)) is a task's wait on the modelled
+	 * machine, which an idle CPU here cannot tell from no task at all.
+	 */
+	speed = sib_busy ? hpc_smt_speed(c->cur_prio, sc->cur_prio, true) :
+			   hpc_smt_speed(c->cur_prio, 0, false);
 	c->budget_ns = per * speed / HPC_SMT_SCALE;
 	return c->budget_ns;
 }
