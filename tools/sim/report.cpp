@@ -31,6 +31,14 @@ std::vector<int> settle_all(const Workload &w, const RunResult &r, const hpc_par
 	return out;
 }
 
+std::vector<int> prio_settle_all(const Workload &w, const RunResult &r)
+{
+	std::vector<int> out;
+	for (size_t ph = 0; ph < w.phases.size(); ph++)
+		out.push_back(prio_settle_iterations(w, r, static_cast<int>(ph)));
+	return out;
+}
+
 std::string prio_path(const TaskResult &t)
 {
 	std::string s = std::to_string(t.prio.front());
@@ -64,6 +72,8 @@ Comparison compare(const Workload &w, const hpc_params &p)
 	c.ideal_s = ideal_time_s(w);
 	c.settle_uniform = settle_all(w, c.uniform, p);
 	c.settle_adaptive = settle_all(w, c.adaptive, p);
+	c.prio_settle_uniform = prio_settle_all(w, c.uniform);
+	c.prio_settle_adaptive = prio_settle_all(w, c.adaptive);
 	// Stability: priority changes in the second half of the last phase.
 	const int last = w.phases.back().from;
 	const int half = last + (w.iterations - last) / 2;
@@ -147,6 +157,24 @@ std::string render_table(const Comparison &c, const json *paper)
 			 c.ideal_s, 100 * (1 - c.ideal_s / c.baseline.time_s));
 	o += fmt::format("\nStatic = best constant priorities by exhaustive search: ({}).\n",
 			 fmt::join(c.static_prio, ","));
+	// The paper's own static row, where it ran other priorities than the
+	// search finds.
+	const json *ps = with_paper && paper->contains("static") ? &paper->at("static") : nullptr;
+	const auto pprio = ps ? ps->value("priority", std::vector<uint32_t>{})
+			      : std::vector<uint32_t>{};
+	if (pprio.size() == static_cast<size_t>(n) && pprio != c.static_prio) {
+		RunConfig cfg;
+		cfg.mode = Mode::Static;
+		cfg.params = c.params;
+		cfg.static_prio = pprio;
+		const RunResult r = simulate(w, cfg);
+		const double d = r.time_s / c.stat.time_s - 1;
+		o += fmt::format("The paper's static ({}): {:.2f} s, {:.1f} % ({}).\n",
+				 fmt::join(pprio, ","), r.time_s,
+				 100 * (1 - r.time_s / c.baseline.time_s),
+				 d < 1e-9 ? std::string("as fast as the best")
+					  : fmt::format("{:.2f} % slower than the best", 100 * d));
+	}
 	o += "Ideal = each core's decode share split continuously so both contexts finish "
 	     "together.\n";
 	const double ideal_gain = c.baseline.time_s - c.ideal_s;
@@ -181,6 +209,10 @@ std::string render_table(const Comparison &c, const json *paper)
 	o += fmt::format(
 		"  Adaptive: {}  (priority changes in the second half of the last phase: {})\n",
 		settle(c.settle_adaptive), c.late_changes_adaptive);
+	o += "Iterations until every priority settles after each load change (the paper's "
+	     "measure):\n";
+	o += fmt::format("  Uniform:  {}\n", settle(c.prio_settle_uniform));
+	o += fmt::format("  Adaptive: {}\n", settle(c.prio_settle_adaptive));
 	return o;
 }
 
@@ -212,6 +244,8 @@ json to_json(const Comparison &c)
 		{"ideal_time_s", c.ideal_s},
 		{"settle_uniform", c.settle_uniform},
 		{"settle_adaptive", c.settle_adaptive},
+		{"prio_settle_uniform", c.prio_settle_uniform},
+		{"prio_settle_adaptive", c.prio_settle_adaptive},
 		{"late_changes_uniform", c.late_changes_uniform},
 		{"late_changes_adaptive", c.late_changes_adaptive}};
 }

@@ -16,6 +16,9 @@ struct Comparison {
 	double ideal_s = 0;
 	// Per dynamic run and phase: iterations to settle (-1: never).
 	std::vector<int> settle_uniform, settle_adaptive;
+	// Per dynamic run and phase: iterations until the priorities settle
+	// (prio_settle_iterations()).
+	std::vector<int> prio_settle_uniform, prio_settle_adaptive;
 	// Priority changes after the run first settled in its last phase.
 	int late_changes_uniform = 0, late_changes_adaptive = 0;
 };

@@ -352,4 +352,19 @@ std::optional<int> settle_iterations(const Workload &w, const RunResult &r, int 
 	return settled - from;
 }
 
+int prio_settle_iterations(const Workload &w, const RunResult &r, int phase)
+{
+	const int from = w.phases[phase].from;
+	const int to = phase + 1 < static_cast<int>(w.phases.size()) ? w.phases[phase + 1].from
+								     : w.iterations;
+	int first = from;
+	for (const auto &t : r.tasks)
+		for (int i = to - 1; i >= from; i--)
+			if (t.prio[i] != t.prio[to - 1]) {
+				first = std::max(first, i + 1);
+				break;
+			}
+	return first - from;
+}
+
 } // namespace hpcsim

@@ -101,6 +101,12 @@ double ideal_time_s(const Workload &w);
 std::optional<int> settle_iterations(const Workload &w, const RunResult &r, int phase,
 				     const hpc_params &p, double tol = 0.02);
 
+// Iterations after the start of phase `phase` until every task runs with the
+// priority it ends the phase with, and keeps it: the paper's "iterations to
+// detect and correct the new load imbalance" (MetBenchVar: Uniform 2 after
+// the first reversal, 3 after the second).
+int prio_settle_iterations(const Workload &w, const RunResult &r, int phase);
+
 // Built-in workloads derived from the paper's tables (paper-tables.json).
 Workload metbench(const nlohmann::json &paper, int iterations = 10);
 Workload metbenchvar(const nlohmann::json &paper, int k = 15);

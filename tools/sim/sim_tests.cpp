@@ -67,24 +67,6 @@ double paper_gain(const json &pt, const char *workload, const char *row)
 			   pt[workload]["baseline"]["time_s"].get<double>();
 }
 
-// Iterations after the start of phase `ph` until every task runs with the
-// priority it ends the phase with (and keeps it): the paper's "iterations
-// to detect and correct the new load imbalance".
-int rebalance_iterations(const Workload &w, const RunResult &r, int ph)
-{
-	const int from = w.phases[ph].from;
-	const int to =
-		ph + 1 < static_cast<int>(w.phases.size()) ? w.phases[ph + 1].from : w.iterations;
-	int first = from;
-	for (const auto &t : r.tasks)
-		for (int i = to - 1; i >= from; i--)
-			if (t.prio[i] != t.prio[to - 1]) {
-				first = std::max(first, i + 1);
-				break;
-			}
-	return first - from;
-}
-
 RunResult run_static(const Workload &w, std::vector<uint32_t> prio)
 {
 	RunConfig cfg;
@@ -162,9 +144,9 @@ TEST(Targets, MetBenchVarHeuristicsRebalanceInThreeIterations)
 	for (const RunResult *r : {&c.uniform, &c.adaptive}) {
 		SCOPED_TRACE(r->label);
 		EXPECT_GE(gain(c.baseline, *r), 0.09);
-		EXPECT_EQ(rebalance_iterations(w, *r, 0), 2);
-		EXPECT_EQ(rebalance_iterations(w, *r, 1), 3);
-		EXPECT_EQ(rebalance_iterations(w, *r, 2), 3);
+		EXPECT_EQ(prio_settle_iterations(w, *r, 0), 2);
+		EXPECT_EQ(prio_settle_iterations(w, *r, 1), 3);
+		EXPECT_EQ(prio_settle_iterations(w, *r, 2), 3);
 		// Balanced at the paper's priorities in each period (reversed in
 		// the second).
 		for (int ph = 0; ph < 3; ph++)
@@ -179,10 +161,13 @@ TEST(Targets, MetBenchVarHeuristicsRebalanceInThreeIterations)
 	}
 }
 
-// Table V: the paper's static (4,4,5,6) is a best static setting (P3's
-// raise changes nothing in the barrier model: P4 is the critical path),
-// within 3 points of its -16.2 %; Uniform and Adaptive within 3 points of
-// -16.0 % / -15.8 %.
+// Table V: the paper's static (4,4,5,6) is a best static setting, within 3
+// points of its -16.2 %; Uniform and Adaptive within 3 points of -16.0 % /
+// -15.8 %. It ties with (4,4,4,6), which the search reports (ties go to the
+// lowest priorities): P4 computes 99.85 % of both of the paper's runs, so
+// the run lasts as long as P4 computes, and P4's speed depends on its own
+// core (P1, P4) only; P3's priority, on the other core, cannot change the
+// time in any model of independent cores (sched-hpc-policy.rst).
 TEST(Targets, BtMzWithinThreePoints)
 {
 	const json pt = paper();
@@ -192,6 +177,9 @@ TEST(Targets, BtMzWithinThreePoints)
 	const auto prio = pt["bt_mz"]["static"]["priority"].get<std::vector<uint32_t>>();
 	const RunResult s = run_static(w, prio);
 	EXPECT_LE(s.time_s, c.stat.time_s * (1 + 1e-9));
+	// The best raises P4 beside P1, as the paper's static row does.
+	EXPECT_EQ(c.stat.tasks[0].final_prio, 4u);
+	EXPECT_EQ(c.stat.tasks[3].final_prio, 6u);
 	EXPECT_NEAR(gain(c.baseline, s), paper_gain(pt, "bt_mz", "static"), 0.03);
 	EXPECT_NEAR(gain(c.baseline, c.uniform), paper_gain(pt, "bt_mz", "uniform"), 0.03);
 	EXPECT_NEAR(gain(c.baseline, c.adaptive), paper_gain(pt, "bt_mz", "adaptive"), 0.03);

@@ -34,7 +34,11 @@ simulator's tests check them (tools/sim/sim_tests.cpp).
 
 python3 only (no numpy): Nelder-Mead from several starts.
 
-  python3 tools/sim/fit/fit_smt.py [Documentation/data/paper-tables.json]
+  python3 tools/sim/fit/fit_smt.py [--chip] [Documentation/data/paper-tables.json]
+
+--chip also fits the model with a term for what the two cores of the chip
+share (every busy context slower by chip/2 per busy context of the other
+core), to see whether Table V's static (4,4,5,6) asks for one.
 """
 import json
 import os
@@ -123,12 +127,64 @@ class Model:
         w_long = w_short + self.speed(4, 4, False) * (c_long - c_short) * t
         return w_short, w_long
 
+    def loads(self, comp, t, pairs):
+        """Loads that give busy fractions comp of an iteration of length t
+        at (4,4,...)."""
+        loads = [0.0] * len(comp)
+        for a, b in pairs:
+            s, l = (a, b) if comp[a] <= comp[b] else (b, a)
+            loads[s], loads[l] = self.derive_pair(comp[s], comp[l], t)
+        return loads
+
+
+class ChipModel(Model):
+    """Model, and the two cores of the chip share it (L2, memory): every
+    busy context runs (1 - chip * n / 2) times its core's speed, n the busy
+    contexts of the other core. Only with --chip: Tables III-V do not ask
+    for it (see main())."""
+
+    def __init__(self, knots, rho, compete, chip):
+        super().__init__(knots, rho, compete)
+        self.chip = chip
+
+    def iteration(self, loads, prios, pairs):
+        n = len(loads)
+        sib, core = [None] * n, [None] * n
+        for k, (a, b) in enumerate(pairs):
+            sib[a], sib[b], core[a], core[b] = b, a, k, k
+        rem, busy, t, out = list(loads), [True] * n, 0.0, [0.0] * n
+        while any(busy):
+            sp = [0.0] * n
+            for i in range(n):
+                if busy[i]:
+                    other = sum(1 for j in range(n) if busy[j] and core[j] != core[i])
+                    sp[i] = (self.speed(prios[i], prios[sib[i]], busy[sib[i]]) *
+                             (1 - self.chip * other / 2))
+            dt = min(rem[i] / sp[i] for i in range(n) if busy[i])
+            t += dt
+            for i in range(n):
+                if busy[i]:
+                    out[i] += dt
+                    rem[i] -= sp[i] * dt
+                    if rem[i] <= 1e-12 * loads[i]:
+                        busy[i] = False
+        return t, out
+
+    def loads(self, comp, t, pairs):
+        # The cores are coupled: scale every load until each rank's busy
+        # time at (4,4,...) is its share of t.
+        loads = [c * t * 0.7 for c in comp]
+        for _ in range(100):
+            _, busy = self.iteration(loads, [4] * len(loads), pairs)
+            loads = [w * c * t / b for w, c, b in zip(loads, comp, busy)]
+        return loads
+
 
 def metbench_loads(m, paper):
     b = paper["metbench"]["baseline"]
     light = (b["comp"][0] + b["comp"][2]) / 200
     t = b["time_s"] / METBENCH_ITERS
-    return m.derive_pair(light, 1.0, t)
+    return m.loads([light, 1.0, light, 1.0], t, [(0, 1), (2, 3)])[:2]
 
 
 def mean(a, b):
@@ -164,11 +220,7 @@ def predictions(m, paper, btmz_pairs):
     bt = paper["bt_mz"]
     b = bt["baseline"]
     t = b["time_s"] / BTMZ_ITERS
-    cf = [x / 100 for x in b["comp"]]
-    loads = [0.0] * 4
-    for a, c in btmz_pairs:
-        s, l = (a, c) if cf[a] <= cf[c] else (c, a)
-        loads[s], loads[l] = m.derive_pair(cf[s], cf[l], t)
+    loads = m.loads([x / 100 for x in b["comp"]], t, btmz_pairs)
     for row in ("baseline", "static"):
         pr = bt[row]["priority"]
         tt, c = m.run([(BTMZ_ITERS, loads)], pr, btmz_pairs)
@@ -285,6 +337,58 @@ def fit(compete, rho, s0, paper, pairs):
     return Model(k, r, compete), best[1]
 
 
+def sse_chip(x, paper, pairs):
+    """x: s(1/8), s(1/4), s(3/4), s(7/8), rho, chip."""
+    k, r, pen = unpack(x[:5], None, S0)
+    c = min(0.5, max(0.0, x[5]))
+    pen += (x[5] - c) ** 2 * 1e4
+    m = ChipModel(k, r, "normal", c)
+    pen += 1e4 * static_order(m, paper) ** 2
+    return pen + sum(residual(*p) ** 2 for p in predictions(m, paper, pairs))
+
+
+def fit_chip(start, paper, pairs):
+    """The chosen model plus a shared-chip term, from the chosen model's
+    values and a few chip terms."""
+    best = None
+    for c in (0.0, 0.04, 0.1):
+        x0 = [start.knots[0], start.knots[1], start.knots[3], start.knots[4], start.rho, c]
+        f = lambda x: sse_chip(x, paper, pairs)
+        x, v = nelder_mead(f, x0, step=0.03, iters=1500)
+        x, v = nelder_mead(f, x, step=0.01, iters=1500)
+        if best is None or v < best[1]:
+            best = (x, v)
+    x = best[0]
+    k, r, _ = unpack(x[:5], None, S0)
+    return ChipModel(k, r, "normal", min(0.5, max(0.0, x[5]))), best[1]
+
+
+def btmz_statics(m, paper, pairs):
+    """Every static BT-MZ setting within 4..6 with at most one raised
+    context per core (as the simulator searches), fastest first."""
+    b = paper["bt_mz"]["baseline"]
+    loads = m.loads([x / 100 for x in b["comp"]], b["time_s"] / BTMZ_ITERS, pairs)
+    out = []
+    for k in range(3 ** 4):
+        pr = [4 + (k // 3 ** i) % 3 for i in range(4)]
+        if any(pr[a] > 4 and pr[c] > 4 for a, c in pairs):
+            continue
+        out.append((m.run([(BTMZ_ITERS, loads)], pr, pairs)[0], pr))
+    return sorted(out)
+
+
+def print_btmz_statics(m, paper, pairs):
+    st = btmz_statics(m, paper, pairs)
+    best = st[0][0]
+    print("  BT-MZ static settings within 0.01 %% of the best (%.2f s): %s" % (
+        best, " ".join("(%s)" % ",".join(map(str, pr)) for t, pr in st
+                       if t <= best * 1.0001)))
+    paper_pr = paper["bt_mz"]["static"]["priority"]
+    t = [t for t, pr in st if pr == paper_pr][0]
+    print("  the paper's (%s): %.2f s, %+.3f %% against the best" % (
+        ",".join(map(str, paper_pr)), t, 100 * (t / best - 1)))
+
+
 def table_rms(preds):
     by = {}
     for p in preds:
@@ -305,7 +409,9 @@ def integer_model(m):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_TABLES
+    args = [a for a in sys.argv[1:] if a != "--chip"]
+    chip = len(args) < len(sys.argv) - 1
+    path = args[0] if args else DEFAULT_TABLES
     with open(path) as f:
         paper = json.load(f)
     pairings = {"P1P4,P2P3": [(0, 3), (1, 2)], "P1P2,P3P4": [(0, 1), (2, 3)],
@@ -319,7 +425,7 @@ def main():
     print("normal priority 4 (normal). s(1/2) = %.3f unless fitted.\n" % S0)
     print("%-28s %8s %6s  %-35s %-24s %s" % ("variant", "SSE", "rho",
           "s(1/8) s(1/4) s(1/2) s(3/4) s(7/8)", "rms III IV V", "static gains III IV V"))
-    chosen = None
+    chosen, chosen_sse = None, None
     for name, compete, rho, s0 in VARIANTS:
         m, v = fit(compete, rho, s0, paper, main_pairs)
         rms = table_rms(predictions(m, paper, main_pairs))
@@ -328,7 +434,7 @@ def main():
             " ".join("%5.2f" % rms[t] for t in ("III", "IV", "V")),
             " ".join(gains(m, paper, main_pairs))))
         if name == MODEL:
-            chosen = m
+            chosen, chosen_sse = m, v
     m = integer_model(chosen)
     print("\nmodel (%s), as kernel/kernel/sched/hpc_smt.c holds it:" % MODEL)
     print("  knots (share/1024, permille): " + ", ".join(
@@ -349,6 +455,24 @@ def main():
         print("%-24s %9.2f %9.2f %+8.2f%s" % (p[0], p[1], p[2], residual(*p), unit))
     rms = table_rms(predictions(m, paper, main_pairs))
     print("rms residual by table: " + ", ".join("%s %.2f" % kv for kv in sorted(rms.items())))
+    # P4 computes 99.85 % of both BT-MZ runs of the paper: the run lasts as
+    # long as P4 computes, which only its own core decides. P3's priority
+    # (the paper's static 5) changes nothing with independent cores.
+    print()
+    print_btmz_statics(m, paper, main_pairs)
+    if not chip:
+        return
+    # Could the cores share something that makes P3's raise pay? A chip
+    # term, fitted with the rest.
+    mc, v = fit_chip(chosen, paper, main_pairs)
+    rms = table_rms(predictions(mc, paper, main_pairs))
+    print("\nwith a shared-chip term (each busy context of the other core costs"
+          " chip/2 of a context's speed):")
+    print("  SSE %.2f (without it: %.2f), chip %.3f, rho %.3f, knots %s" % (
+        v, chosen_sse, mc.chip, mc.rho, " ".join("%.3f" % x for x in mc.knots)))
+    print("  rms III %.2f, IV %.2f, V %.2f; static gains %s" % (
+        rms["III"], rms["IV"], rms["V"], " ".join(gains(mc, paper, main_pairs))))
+    print_btmz_statics(mc, paper, main_pairs)
 
 
 if __name__ == "__main__":
