@@ -63,6 +63,8 @@ static inline void assert_task_equal(const struct hpc_task *a,
 	assert_int_equal(a->heur_util, b->heur_util);
 	assert_int_equal(a->prio, b->prio);
 	assert_int_equal(a->prev_prio, b->prev_prio);
+	assert_int_equal(a->ph_util, b->ph_util);
+	assert_int_equal(a->ph_nr, b->ph_nr);
 	assert_int_equal(a->state, b->state);
 }
 

@@ -443,7 +443,7 @@ static void sibling_judge_heuristic_util(void **state)
 	u64 now = 0, tn = 0;
 	int h;
 
-	for (h = HPC_HEUR_UNIFORM; h <= HPC_HEUR_ADAPTIVE; h++) {
+	for (h = HPC_HEUR_UNIFORM; h < HPC_HEUR_NR; h++) {
 		p.heuristic = h;
 		tn = 0;
 		now = 0;
@@ -464,10 +464,15 @@ static void sibling_judge_heuristic_util(void **state)
 		if (h == HPC_HEUR_UNIFORM)
 			/* (40 + 200) / (100 + 200) */
 			assert_int_equal(t.heur_util, 8000);
-		else
+		else if (h == HPC_HEUR_ADAPTIVE)
 			/* 0.1 * 40 % + 0.9 * 100 % */
 			assert_int_equal(t.heur_util, 9400);
-		/* Uniform: medium holds; Adaptive: high, sibling low: up. */
+		else
+			/* The peer's deep wait (10 %) restarts Phase's
+			 * history: the open iteration alone, 100 %. */
+			assert_int_equal(t.heur_util, 10000);
+		/* Uniform: medium holds; Adaptive, Phase: high, sibling low:
+		 * up. */
 		assert_int_equal(t.prio, h == HPC_HEUR_UNIFORM ? 4 : 5);
 	}
 	(void)state;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Heuristics (Uniform, Adaptive), classification, the decision rule
+ * Heuristics (Uniform, Adaptive, Phase), classification, the decision rule
  * (hpc_decide) and the judgement of the sibling task (hpc_peer_class).
  * Paper section IV.B: Uniform decides on U = sum(t_R) / sum(t_i); Adaptive
  * on G * U_g(i - 1) + L * U_l(i).
@@ -174,6 +174,91 @@ static void adaptive_reacts_uniform_holds(void **state)
 	assert_int_equal(a.heur_util, 9188);
 	assert_int_equal(a.prio, 5);
 	assert_int_equal(a.prev_prio, 4);
+	(void)state;
+}
+
+/*
+ * Phase: the mean of the iterations since the loads last changed. In the
+ * sequence, 2500 is a deep wait of the task's own (below half of
+ * LOW_UTIL): the loads changed, the history restarts with it.
+ *   i  U_i   Phase
+ *   1  7500  7500
+ *   2  2500  2500                 (deep: restart)
+ *   3  7500  (2500 + 7500) / 2 = 5000
+ *   4  2500  2500                 (deep: restart)
+ */
+static void phase_mean_since_change(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t;
+	u32 h[NR_SEQ];
+	u64 now = 0;
+
+	p.heuristic = HPC_HEUR_PHASE;
+	run_seq(&p, h);
+	assert_int_equal(h[0], 7500);
+	assert_int_equal(h[1], 2500);
+	assert_int_equal(h[2], 5000);
+	assert_int_equal(h[3], 2500);
+
+	/* No deep wait: the mean of every iteration, rounded. */
+	hpc_task_init(&t, 0, &p);
+	run_iter(&t, &now, US(7500), US(2500), &p, HPC_CLASS_NONE);
+	run_iter(&t, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
+	assert_int_equal(t.heur_util, 5750);
+	run_iter(&t, &now, US(9000), US(1000), &p, HPC_CLASS_NONE);
+	assert_int_equal(t.heur_util, 6833);	/* 20500 / 3 */
+	assert_int_equal(t.ph_nr, 3);
+	(void)state;
+}
+
+/*
+ * A sibling's deep wait restarts the history too: after four iterations at
+ * 50 % (medium), a busy one against a sibling that waited deep is the
+ * phase (95 %: high, and the task steps up once busy twice, as Adaptive
+ * does); against a shallow wait (40 %) it is one iteration of five (59 %,
+ * medium), as Uniform has it.
+ */
+static void phase_restarts_on_sibling_deep_wait(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t;
+	u64 now = 0;
+	int i;
+
+	p.heuristic = HPC_HEUR_PHASE;
+	hpc_task_init(&t, 0, &p);
+	for (i = 0; i < 4; i++)
+		run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_NONE);
+	assert_int_equal(t.heur_util, 5000);
+	run_iter(&t, &now, US(9500), US(500), &p, HPC_CLASS_LOW);
+	assert_int_equal(t.heur_util, 5900);	/* (4 * 5000 + 9500) / 5 */
+	assert_int_equal(t.ph_nr, 5);
+
+	hpc_task_init(&t, 0, &p);
+	now = 0;
+	for (i = 0; i < 4; i++)
+		run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_NONE);
+	run_iter(&t, &now, US(9500), US(500), &p,
+		 HPC_CLASS_LOW | HPC_CLASS_DEEP);
+	assert_int_equal(t.heur_util, 9500);
+	assert_int_equal(t.ph_nr, 1);
+	assert_int_equal(t.prio, 4);	/* busy once: not yet a present */
+	run_iter(&t, &now, US(9500), US(500), &p,
+		 HPC_CLASS_LOW | HPC_CLASS_DEEP);
+	assert_int_equal(t.heur_util, 9500);
+	assert_int_equal(t.prio, 5);
+	/* Uniform, the same iterations: 65 % overall, medium, holds. */
+	assert_int_equal(t.global_util, 6500);
+	p.heuristic = HPC_HEUR_UNIFORM;
+	hpc_task_init(&t, 0, &p);
+	now = 0;
+	for (i = 0; i < 4; i++)
+		run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_NONE);
+	for (i = 0; i < 2; i++)
+		run_iter(&t, &now, US(9500), US(500), &p,
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
+	assert_int_equal(t.prio, 4);
 	(void)state;
 }
 
@@ -421,9 +506,9 @@ static void peer_woke_during_wait(void **state)
 	 * counts, though it has been computing since. */
 	hpc_task_tick(&peer, US(4100));
 	assert_int_equal(hpc_peer_class(&peer, US(4100), US(3900), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	assert_int_equal(hpc_peer_class(&peer, US(4100), US(4000), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	/* We slept after it woke: its open iteration (100 us, all compute). */
 	assert_int_equal(hpc_peer_class(&peer, US(4100), US(4001), &p),
 			 HPC_CLASS_HIGH);
@@ -455,19 +540,20 @@ static void peer_woke_during_wait(void **state)
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
 			 HPC_CLASS_LOW);
 
-	/* A deep wait (30 %: below half of low_util) needs no confirmation. */
+	/* A deep wait (30 %: below half of low_util) needs no confirmation;
+	 * it is flagged deep (the loads changed: Phase's history restarts). */
 	hpc_task_init(&peer, 0, &p);
 	now = 0;
 	run_iter(&peer, &now, US(9500), US(500), &p, HPC_CLASS_NONE);
 	run_iter(&peer, &now, US(3000), US(7000), &p, HPC_CLASS_NONE);
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	/* Nor does it were the sibling raised: a deep wait means the loads
 	 * changed; the raised sibling drops its lead (hpc_decide() rule 1) and
 	 * we are the heavy task now. */
 	peer.prio = 5;
 	assert_int_equal(hpc_peer_class(&peer, now + US(10), now - US(5000), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	/* A shallow wait (40 %) of a raised sibling is its lead's. */
 	run_iter(&peer, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
 	peer.prio = 5;
@@ -504,7 +590,7 @@ static void peer_woke_and_slept_again(void **state)
 	/* It computes 5 ms and sleeps at 9000 us; we wake at 9050 us. */
 	hpc_task_sleep(&peer, US(9000));
 	assert_int_equal(hpc_peer_class(&peer, US(9050), US(3900), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	/* Had we slept after it woke, its open iteration (5 ms of 5.05) */
 	assert_int_equal(hpc_peer_class(&peer, US(9050), US(4001), &p),
 			 HPC_CLASS_HIGH);
@@ -538,9 +624,9 @@ static void peer_sleeping_long(void **state)
 
 	hpc_task_init(&peer, 0, &p);
 	hpc_task_sleep(&peer, MS(1));
-	/* 1 ms of compute in 10 ms. */
+	/* 1 ms of compute in 10 ms: deep. */
 	assert_int_equal(hpc_peer_class(&peer, MS(10), MS(5), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	/* 7 ms in 10 ms: medium; 9 ms in 10 ms: high. */
 	hpc_task_init(&peer, 0, &p);
 	hpc_task_sleep(&peer, MS(7));
@@ -588,10 +674,10 @@ static void peer_open_iteration_ignores_history(void **state)
 	p.heuristic = HPC_HEUR_ADAPTIVE;
 	assert_int_equal(hpc_peer_class(&peer, US(5000), US(4500), &p),
 			 HPC_CLASS_HIGH);
-	/* Asleep since 4200 us: 200 us of 1000 us -> low. */
+	/* Asleep since 4200 us: 200 us of 1000 us -> low (deep). */
 	hpc_task_sleep(&peer, US(4200));
 	assert_int_equal(hpc_peer_class(&peer, US(5000), US(4500), &p),
-			 HPC_CLASS_LOW);
+			 HPC_CLASS_LOW | HPC_CLASS_DEEP);
 	(void)state;
 }
 
@@ -602,6 +688,8 @@ int main(void)
 		cmocka_unit_test(adaptive_default_weights),
 		cmocka_unit_test(adaptive_other_weights),
 		cmocka_unit_test(adaptive_reacts_uniform_holds),
+		cmocka_unit_test(phase_mean_since_change),
+		cmocka_unit_test(phase_restarts_on_sibling_deep_wait),
 		cmocka_unit_test(decide_pair_rules),
 		cmocka_unit_test(classify_bounds),
 		cmocka_unit_test(decide_low_steps_down),

@@ -60,7 +60,7 @@ static void check_rejects(void **state)
 		{ "max_prio < min_prio", HPC_P_MAX_PRIO, 3, &emul, HPC_PARAM_ERR_PRIO_ORDER },
 		{ "global_weight 101", HPC_P_GLOBAL_WEIGHT, 101, NULL, HPC_PARAM_ERR_WEIGHT_RANGE },
 		{ "last_weight 2^32-1", HPC_P_LAST_WEIGHT, UINT32_MAX, NULL, HPC_PARAM_ERR_WEIGHT_RANGE },
-		{ "heuristic 2", HPC_P_HEURISTIC, 2, NULL, HPC_PARAM_ERR_HEURISTIC },
+		{ "heuristic 3", HPC_P_HEURISTIC, 3, NULL, HPC_PARAM_ERR_HEURISTIC },
 		{ "heuristic 2^32-1", HPC_P_HEURISTIC, UINT32_MAX, NULL, HPC_PARAM_ERR_HEURISTIC },
 		{ "min_wait_us 1000001", HPC_P_MIN_WAIT_US,
 		  HPC_MAX_MIN_WAIT_US + 1, NULL, HPC_PARAM_ERR_MIN_WAIT },
@@ -342,8 +342,13 @@ static void heuristic_lookup(void **state)
 {
 	assert_int_equal(hpc_heuristic_lookup("uniform"), HPC_HEUR_UNIFORM);
 	assert_int_equal(hpc_heuristic_lookup("adaptive"), HPC_HEUR_ADAPTIVE);
+	assert_int_equal(hpc_heuristic_lookup("phase"), HPC_HEUR_PHASE);
 	assert_string_equal(hpc_heuristic_names[HPC_HEUR_UNIFORM], "uniform");
 	assert_string_equal(hpc_heuristic_names[HPC_HEUR_ADAPTIVE], "adaptive");
+	assert_string_equal(hpc_heuristic_names[HPC_HEUR_PHASE], "phase");
+	assert_int_equal(HPC_HEUR_NR, 3);
+	assert_int_equal(hpc_heuristic_lookup("Phase"), -1);
+	assert_int_equal(hpc_heuristic_lookup("phases"), -1);
 	assert_int_equal(hpc_heuristic_lookup(""), -1);
 	assert_int_equal(hpc_heuristic_lookup("Uniform"), -1);
 	assert_int_equal(hpc_heuristic_lookup("adapt"), -1);

@@ -27,6 +27,7 @@ const char * const hpc_param_names[HPC_P_NR] = {
 const char * const hpc_heuristic_names[HPC_HEUR_NR] = {
 	[HPC_HEUR_UNIFORM]	= "uniform",
 	[HPC_HEUR_ADAPTIVE]	= "adaptive",
+	[HPC_HEUR_PHASE]	= "phase",
 };
 
 static const char * const hpc_param_err_msgs[HPC_PARAM_ERR_NR] = {
@@ -37,7 +38,7 @@ static const char * const hpc_param_err_msgs[HPC_PARAM_ERR_NR] = {
 	[HPC_PARAM_ERR_PRIO_ORDER]	= "min_prio must not be above max_prio",
 	[HPC_PARAM_ERR_WEIGHT_RANGE]	= "global_weight and last_weight must be within 0..100",
 	[HPC_PARAM_ERR_WEIGHT_SUM]	= "global_weight + last_weight must be 100",
-	[HPC_PARAM_ERR_HEURISTIC]	= "heuristic must be uniform or adaptive",
+	[HPC_PARAM_ERR_HEURISTIC]	= "heuristic must be uniform, adaptive or phase",
 	[HPC_PARAM_ERR_MIN_WAIT]	= "min_wait_us must be within 0..1000000",
 };
 #endif /* !__bpf__ */
@@ -199,16 +200,54 @@ int hpc_classify(u32 util, const struct hpc_params *p)
 /*
  * The utilisation the heuristic decides on. @prev_global is the global
  * utilisation before the iteration that closes now (@nr_prev iterations),
- * @global includes it, @last is its own utilisation.
+ * @global includes it, @last is its own utilisation, @phase the
+ * utilisation since the loads last changed (the iteration included).
+ *
+ * Uniform: @global, the whole history. Adaptive: G * @prev_global +
+ * L * @last, mostly the last iteration. Phase: @phase, the mean of the
+ * iterations since the loads last changed (a deep wait, the task's own or
+ * its sibling's: see hpc_phase()), Uniform's history restarted at every
+ * change. Uniform is slow to follow a change (its history outweighs the
+ * new loads) and Adaptive follows one iteration's noise; Phase follows a
+ * change at once and averages the noise of the loads it has.
  */
 static u32 hpc_heur_util(const struct hpc_params *p, u32 prev_global,
-			 u64 nr_prev, u32 global, u32 last)
+			 u64 nr_prev, u32 global, u32 last, u32 phase)
 {
-	if (p->heuristic != HPC_HEUR_ADAPTIVE)
+	switch (p->heuristic) {
+	case HPC_HEUR_ADAPTIVE:
+		if (!nr_prev)
+			return last;
+		return (p->global_weight * prev_global +
+			p->last_weight * last) / 100;
+	case HPC_HEUR_PHASE:
+		return phase;
+	default:
 		return global;
-	if (!nr_prev)
-		return last;
-	return (p->global_weight * prev_global + p->last_weight * last) / 100;
+	}
+}
+
+/*
+ * Phase's history (t->ph_util over t->ph_nr iterations) starts again when
+ * the loads change: on a deep wait (HPC_CLASS_DEEP) of the task's
+ * iteration that closes now (@own) or of the sibling's it is judged
+ * against (@peer). No noise halves a task's share of an iteration (the
+ * detector's own reading of a deep wait, hpc_peer_judged()).
+ */
+static void hpc_phase_reset(struct hpc_task *t, int own, int peer)
+{
+	if ((own >= 0 && (own & HPC_CLASS_DEEP)) ||
+	    (peer >= 0 && (peer & HPC_CLASS_DEEP)))
+		t->ph_nr = 0;
+}
+
+/* The mean of Phase's history with one more iteration at @util. */
+static u32 hpc_phase_mean(const struct hpc_task *t, u32 util)
+{
+	u32 nr = t->ph_nr;
+
+	/* <= 10000 * 1000 + 10000 + 500: no overflow in u32. */
+	return (t->ph_util * nr + util + (nr + 1) / 2) / (nr + 1);
 }
 
 static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
@@ -310,7 +349,7 @@ static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
 		return HPC_CLASS_MEDIUM | raised;
 	/* A deep wait: the loads changed; a raised sibling drops its lead. */
 	if (util < low / 2)
-		return class;
+		return class | HPC_CLASS_DEEP;
 	if (raised)
 		return HPC_CLASS_MEDIUM | raised;
 	if (before >= low)
@@ -356,6 +395,8 @@ void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
 	t->heur_util = 0;
 	t->prio = hpc_clamp(HPC_PRIO_NORMAL, p);
 	t->prev_prio = t->prio;
+	t->ph_util = 0;
+	t->ph_nr = 0;
 	t->state = HPC_TASK_RUNNABLE;
 }
 
@@ -389,6 +430,7 @@ static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 	u64 run = t->cur_run;
 	u64 total = run + wait;
 	u32 prev_global = t->global_util;
+	int own_now;
 
 	/* An iteration that computed nothing is no evidence of a wait. */
 	t->prev_util = t->last_run < (u64)p->min_wait_us * 1000 ?
@@ -399,13 +441,17 @@ static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 	t->sum_run += run;
 	t->sum_total += total;
 	t->global_util = hpc_util(t->sum_run, t->sum_total);
+	own_now = hpc_own_now(t->last_util, t->prev_util, p);
+	hpc_phase_reset(t, own_now, peer_class);
+	t->ph_util = hpc_phase_mean(t, t->last_util);
+	if (t->ph_nr < HPC_PHASE_MAX_NR)
+		t->ph_nr++;
 	t->heur_util = hpc_heur_util(p, prev_global, t->nr_iter,
-				     t->global_util, t->last_util);
+				     t->global_util, t->last_util, t->ph_util);
 	t->nr_iter++;
 
 	t->prev_prio = t->prio;
-	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
-			     hpc_own_now(t->last_util, t->prev_util, p),
+	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p), own_now,
 			     peer_class, p);
 
 	t->iter_start = now;
@@ -461,6 +507,7 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 {
 	u64 peer_prev_start, open;
 	u32 live, global;
+	int peer_class;
 
 	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter ||
 	    now < peer->iter_start || t->judged_at == peer->iter_start)
@@ -476,16 +523,17 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 	hpc_task_tick(t, now);
 	live = hpc_util(t->cur_run, open);
 	global = hpc_util(t->sum_run + t->cur_run, t->sum_total + open);
+	peer_class = hpc_peer_judged(peer, peer->last_run, peer->last_util,
+				     peer->prev_util, true, p);
+	hpc_phase_reset(t, HPC_CLASS_NONE, peer_class);
 	t->heur_util = hpc_heur_util(p, t->global_util, t->nr_iter, global,
-				     live);
+				     live, hpc_phase_mean(t, live));
 	t->judged_at = peer->iter_start;
 	t->nr_judged++;
 	t->prev_prio = t->prio;
 	/* Busy through the sibling's whole iteration and overdue: confirmed. */
 	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
-			     hpc_classify(live, p),
-			     hpc_peer_judged(peer, peer->last_run, peer->last_util,
-					     peer->prev_util, true, p), p);
+			     hpc_classify(live, p), peer_class, p);
 	return 1;
 }
 

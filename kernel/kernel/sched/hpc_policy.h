@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * SCHED_HPC policy core: iteration accounting, the Uniform and Adaptive
- * heuristics and parameter validation.
+ * SCHED_HPC policy core: iteration accounting, the Uniform, Adaptive and
+ * Phase heuristics and parameter validation.
  *
  * Integer-only and allocation-free. The same source is built into the kernel
  * class, the scx_hpc BPF scheduler and the user-space controller, simulator
@@ -35,6 +35,7 @@
 enum hpc_heuristic {
 	HPC_HEUR_UNIFORM	= 0,
 	HPC_HEUR_ADAPTIVE	= 1,
+	HPC_HEUR_PHASE		= 2,
 	HPC_HEUR_NR,
 };
 
@@ -117,6 +118,12 @@ u32 hpc_param_get(const struct hpc_params *p, int id);
 void hpc_param_put(struct hpc_params *p, int id, u32 val);
 int hpc_heuristic_lookup(const char *name);
 
+/*
+ * Phase's history (see hpc_heur_util()) weighs at most this many iterations:
+ * beyond it, its mean moves by 1/HPC_PHASE_MAX_NR of each new one.
+ */
+#define HPC_PHASE_MAX_NR	1000
+
 /* Task states for the accounting. */
 #define HPC_TASK_RUNNABLE	0
 #define HPC_TASK_SLEEPING	1
@@ -135,9 +142,9 @@ enum hpc_class {
  * judged iteration above it (a pair keeps at most one raised context); not
  * on a deep wait, which hands the lead over. HPC_PEER_UNSURE: on the
  * sibling's low iteration when it is neither deep nor confirmed by the one
- * before (it may be noise). HPC_CLASS_DEEP: on the
- * task's own low iteration, below half of low_util. The class is the rest
- * (hpc_class_of()).
+ * before (it may be noise). HPC_CLASS_DEEP: on a low iteration below half
+ * of low_util, the task's own or the sibling's (the loads changed). The
+ * class is the rest (hpc_class_of()).
  */
 #define HPC_PEER_RAISED		0x100
 #define HPC_CLASS_DEEP		0x200
@@ -172,6 +179,8 @@ struct hpc_task {
 	u32 heur_util;		/* what the heuristic decided on */
 	u32 prio;		/* priority for the next compute phase */
 	u32 prev_prio;		/* priority before the last decision */
+	u16 ph_util;		/* mean U of the iterations of this phase */
+	u16 ph_nr;		/* their number, at most HPC_PHASE_MAX_NR */
 	u8 state;		/* HPC_TASK_RUNNABLE or HPC_TASK_SLEEPING */
 };
 

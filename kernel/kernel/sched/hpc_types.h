@@ -23,6 +23,7 @@
 #include <linux/types.h>
 #include <stdbool.h>
 typedef __u8 u8;
+typedef __u16 u16;
 typedef __u32 u32;
 typedef __s32 s32;
 typedef __u64 u64;
