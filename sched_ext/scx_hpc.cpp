@@ -779,7 +779,7 @@ int main(int argc, char **argv)
 	app.set_help_flag("-h,--help", "show this help");
 
 	std::map<std::string, std::string> knobs; // sysfs name -> value text
-	auto knob = [&](const char *flag, const char *name, const char *help) {
+	auto knob = [&](const char *flag, const char *name, const std::string &help) {
 		app.add_option_function<std::string>(
 			   flag, [&knobs, name](const std::string &v) { knobs[name] = v; }, help)
 			->type_name(name[0] == 'h' && name[1] == 'e' ? "NAME" : "N");
@@ -792,7 +792,7 @@ int main(int argc, char **argv)
 	     "highest priority the heuristic gives (default 6, range 1..6)");
 	knob("--global-weight", "global_weight", "Adaptive's G, percent (G + L = 100)");
 	knob("--last-weight", "last_weight", "Adaptive's L, percent (G + L = 100)");
-	knob("--heuristic", "heuristic", "uniform or adaptive (default uniform)");
+	knob("--heuristic", "heuristic", hpc::heuristic_choice() + " (default uniform)");
 	knob("--min-wait-us", "min_wait_us",
 	     "shorter waits do not close an iteration (default 100)");
 	knob("--slice-us", "timeslice_us", "RR time slice, 1000..1000000 (default 100000)");

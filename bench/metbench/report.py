@@ -4,8 +4,8 @@
 usage: report.py DIR [--png FILE] [--title TEXT]
        report.py --timeline [LABEL=]CSV ... --png FILE [--title TEXT]
 
-DIR holds, for each way W run (baseline, static, uniform, adaptive, in that
-order when present): W.json (metbench --json), W.csv (metbench --trace) and
+DIR holds, for each way W run (baseline, static, uniform, adaptive, phase,
+in that order when present): W.json (metbench --json), W.csv (metbench --trace) and
 optionally W.prio (one line per worker: "P<n> <final priority>").
 Prints per worker % compute, priority and the execution time with the gain
 over the baseline; with --png, draws per-rank timelines like the paper's
@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-WAYS = ["baseline", "static", "uniform", "adaptive"]
+WAYS = ["baseline", "static", "uniform", "adaptive", "phase"]
 
 
 def load(dirname, ways=WAYS):

@@ -23,6 +23,22 @@ bool parse_param_value(int id, std::string_view text, uint32_t &out)
 	return parse_u32(text, out);
 }
 
+std::vector<std::string> heuristic_names()
+{
+	return std::vector<std::string>(hpc_heuristic_names, hpc_heuristic_names + HPC_HEUR_NR);
+}
+
+std::string heuristic_choice()
+{
+	std::string s;
+	for (int i = 0; i < HPC_HEUR_NR; i++) {
+		if (i)
+			s += i + 1 < HPC_HEUR_NR ? ", " : " or ";
+		s += hpc_heuristic_names[i];
+	}
+	return s;
+}
+
 bool parse_u32(std::string_view text, uint32_t &out)
 {
 	if (!text.empty() && text.back() == '\n')
@@ -85,7 +101,8 @@ bool apply_setting(hpc_params &p, std::string_view setting, const hpc_prio_range
 	uint32_t v;
 	if (!parse_param_value(id, val, v)) {
 		err = key + ": '" + std::string(val) + "' is not a valid value" +
-		      (id == HPC_P_HEURISTIC ? " (uniform or adaptive)" : " (a whole number)");
+		      (id == HPC_P_HEURISTIC ? " (" + heuristic_choice() + ")"
+					     : std::string(" (a whole number)"));
 		return false;
 	}
 	hpc_params next = p;
@@ -110,8 +127,8 @@ bool apply_values(hpc_params &p, const std::map<std::string, std::string> &kv, s
 		}
 		if (!parse_param_value(id, val, v)) {
 			err = key + ": '" + val + "' is not a valid value" +
-			      (id == HPC_P_HEURISTIC ? " (uniform or adaptive)"
-						     : " (a whole number)");
+			      (id == HPC_P_HEURISTIC ? " (" + heuristic_choice() + ")"
+						     : std::string(" (a whole number)"));
 			return false;
 		}
 		hpc_param_put(&next, id, v);

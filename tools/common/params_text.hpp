@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 extern "C" {
 #include "hpc_policy.h"
@@ -31,6 +32,12 @@ bool apply_values(hpc_params &p, const std::map<std::string, std::string> &kv, s
 
 // Value of one tunable as text (heuristic by name).
 std::string format_param(const hpc_params &p, int id);
+
+// The heuristics' names (hpc_heuristic_names), in the core's order.
+std::vector<std::string> heuristic_names();
+
+// The same as a choice in prose: "uniform, adaptive or phase".
+std::string heuristic_choice();
 
 // Parse the text form of one tunable's value (a decimal number, or a
 // heuristic name for "heuristic"). Returns false on malformed input.

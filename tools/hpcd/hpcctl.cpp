@@ -2,7 +2,7 @@
 // (/sys/kernel/sched_hpc) when the kernel has it, else through hpcd; with
 // --backend scx through scx_hpc, the sched_ext BPF scheduler (sched_ext/).
 //
-//   hpcctl run [--heuristic uniform|adaptive] [--set K=V]... -- CMD [ARGS...]
+//   hpcctl run [--heuristic uniform|adaptive|phase] [--set K=V]... -- CMD [ARGS...]
 //   hpcctl get [KEY]        hpcctl set KEY=VALUE...
 //   hpcctl top [--once]     hpcctl status
 //   hpcctl trace -o FILE [--duration SEC] [--perfetto F] [--paraver BASE] [-- CMD...]
@@ -1933,8 +1933,8 @@ int dispatch(int argc, char **argv)
 
 	auto *run_c =
 		app.add_subcommand("run", "run CMD under SCHED_HPC: hpcctl run [opts] -- CMD");
-	run_c->add_option("--heuristic", o.heuristic, "uniform or adaptive")
-		->check(CLI::IsMember({"uniform", "adaptive"}));
+	run_c->add_option("--heuristic", o.heuristic, hpc::heuristic_choice())
+		->check(CLI::IsMember(hpc::heuristic_names()));
 	run_c->add_option("--set", o.settings, "tunable KEY=VALUE, repeatable");
 	run_c->add_option("--hpcd", o.hpcd_bin, "hpcd binary to start if none runs");
 	run_c->add_option("--membind", o.membind,
@@ -1969,8 +1969,9 @@ int dispatch(int argc, char **argv)
 	trace_c->add_option("--perfetto", o.perfetto, "also write Perfetto/Chrome trace JSON");
 	trace_c->add_option("--paraver", o.paraver, "also write BASE.prv, BASE.pcf, BASE.row");
 	trace_c->add_flag("--force", o.force, "overwrite existing output files");
-	trace_c->add_option("--heuristic", o.heuristic, "with a command: uniform or adaptive")
-		->check(CLI::IsMember({"uniform", "adaptive"}));
+	trace_c->add_option("--heuristic", o.heuristic,
+			    "with a command: " + hpc::heuristic_choice())
+		->check(CLI::IsMember(hpc::heuristic_names()));
 	trace_c->add_option("--set", o.settings, "with a command: tunable KEY=VALUE, repeatable");
 	trace_c->add_option("--hpcd", o.hpcd_bin, "hpcd binary to start if none runs");
 	trace_c->add_option("--membind", o.membind,

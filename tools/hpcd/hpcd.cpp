@@ -1056,8 +1056,8 @@ int main(int argc, char **argv)
 		       "smt-emul (or quota): POWER5 SMT emulation by CPU bandwidth, for "
 		       "reproductions and tests (slows every program down)")
 		->check(CLI::IsMember({"weight", "smt-emul", "quota"}));
-	app.add_option("--heuristic", o.heuristic, "uniform or adaptive")
-		->check(CLI::IsMember({"uniform", "adaptive"}));
+	app.add_option("--heuristic", o.heuristic, hpc::heuristic_choice())
+		->check(CLI::IsMember(hpc::heuristic_names()));
 	app.add_option("--balance", o.balance, "off: baseline (every task at priority 4)")
 		->check(CLI::IsMember({"on", "off"}));
 	app.add_option("--set", o.settings, "tunable KEY=VALUE (sysfs names), repeatable");

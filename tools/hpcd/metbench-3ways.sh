@@ -7,7 +7,8 @@
 # usage: metbench-3ways.sh BUILD_DIR [OUT_DIR]
 # env:   LOADS (250,1000,250,1000)  ITERATIONS (30)  WAIT (spin)
 #        SWAP_EVERY (MetBenchVar: swap the pairs' loads every K iterations)
-#        WAYS ("baseline uniform adaptive"; also "weight": hpcd --mode
+#        WAYS ("baseline uniform adaptive"; also "phase", the third
+#        heuristic; "weight": hpcd --mode
 #        weight on the real CPUs, every rank adopted (MetBench's master too);
 #        "none": no hpcd, the monitor loaded; "plain": plain mpirun, neither
 #        hpcd nor the monitor, what a user compares with)
@@ -112,8 +113,8 @@ fi
 ways=${WAYS:-baseline uniform adaptive}
 for way in $ways; do
 	case $way in
-	baseline | static | uniform | adaptive | weight | none | plain) ;;
-	*) echo "metbench-3ways: unknown way '$way' (baseline static uniform adaptive weight none plain)" >&2; exit 2 ;;
+	baseline | static | uniform | adaptive | phase | weight | none | plain) ;;
+	*) echo "metbench-3ways: unknown way '$way' (baseline static uniform adaptive phase weight none plain)" >&2; exit 2 ;;
 	esac
 	if [ "$way" = static ]; then
 		IFS=, read -r -a sprio <<<"${STATIC_PRIOS:-}"

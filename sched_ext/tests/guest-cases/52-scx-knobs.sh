@@ -24,7 +24,7 @@ refused "--max-prio 7" "backend's range"
 refused "--min-prio 6 --max-prio 5" "min_prio must not be above max_prio"
 refused "--global-weight 50 --last-weight 60" "global_weight + last_weight must be 100"
 refused "--global-weight 101" "within 0..100"
-refused "--heuristic foo" "uniform or adaptive"
+refused "--heuristic foo" "uniform, adaptive or phase"
 refused "--min-wait-us 1000001" "min_wait_us must be within"
 refused "--slice-us 999" "timeslice_us=999"
 refused "--slice-us 1000001" "timeslice_us"
@@ -43,4 +43,14 @@ else
 fi
 stop_hpc
 check "disabled after" wait_state disabled
+# the third heuristic by name
+if start_hpc --heuristic phase; then
+	ok "--heuristic phase loads"
+	$SCX_HPC --stats-once --json > /tmp/st
+	check "the BPF side runs phase" grep -q '"heuristic":"phase"' /tmp/st
+else
+	nok "--heuristic phase loads"
+fi
+stop_hpc
+check "disabled after phase" wait_state disabled
 exit $fail

@@ -277,6 +277,7 @@ static void test_invalid(int pmin, int pmax)
 	bad("heuristic", "uniform adaptive\n", "two words");
 	bad("heuristic", "static\n", "unknown word");
 	bad("heuristic", "1\n", "number for a word");
+	bad("heuristic", "phases\n", "word with trailing garbage");
 	bad("heuristic", "\n", "empty line");
 	bad("queue", "round-robin\n", "unknown word");
 	bad("queue", "rrr\n", "word with trailing garbage");
@@ -330,6 +331,7 @@ static void test_valid(int pmin, int pmax)
 	good("heuristic", "adaptive\n", "adaptive");
 	good("heuristic", "uniform\n", "uniform");
 	good("heuristic", "adaptive", "adaptive");
+	good("heuristic", "phase\n", "phase");
 	good("heuristic", "uniform", "uniform");
 	good("queue", "fifo\n", "fifo");
 	good("queue", "rr\n", "rr");

@@ -47,7 +47,7 @@ expect "run --set bogus=1: exit 2" 2 "unknown parameter 'bogus'" H run --set bog
 expect "run --set mode=quota (hpcd only): exit 2" 2 "mode is not a knob of scx_hpc" H run --set mode=quota -- true
 expect "run --set smt_pairs=1 (read-only): exit 2" 2 "smt_pairs is not a knob of scx_hpc" H run --set smt_pairs=1 -- true
 expect "run --set low_util=abc: exit 2" 2 "low_util: 'abc' is not a valid value" H run --set low_util=abc -- true
-expect "run --set heuristic=foo: exit 2" 2 "(uniform or adaptive)" H run --set heuristic=foo -- true
+expect "run --set heuristic=foo: exit 2" 2 "(uniform, adaptive or phase)" H run --set heuristic=foo -- true
 expect "run --set timeslice_us=10: exit 2 (parse_sched_knob)" 2 "timeslice_us=10: must be a whole number within" H run --set timeslice_us=10 -- true
 expect "run --set queue=lifo: exit 2" 2 "queue=lifo: must be rr or fifo" H run --set queue=lifo -- true
 expect "run --set emul_period_us=0: exit 2" 2 "emul_period_us=0" H run --set emul_period_us=0 -- true

@@ -66,6 +66,17 @@ TEST(Control, SetIsAtomicAndValidatedByTheCore)
 	r = call(e, h, R"({"cmd":"set","settings":["global_weight=30"]})");
 	ASSERT_TRUE(r["ok"]);
 	EXPECT_EQ(e.s.params.last_weight, 70u);
+	// The third heuristic by name; an unknown one names the choice.
+	r = call(e, h, R"({"cmd":"set","settings":["heuristic=phase"]})");
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	EXPECT_EQ(e.s.params.heuristic, static_cast<uint32_t>(HPC_HEUR_PHASE));
+	r = call(e, h, R"({"cmd":"get","key":"heuristic"})");
+	EXPECT_EQ(r["values"]["heuristic"], "phase") << r.dump();
+	r = call(e, h, R"({"cmd":"set","settings":["heuristic=trend"]})");
+	EXPECT_FALSE(r["ok"]);
+	EXPECT_NE(r["error"].get<std::string>().find("uniform, adaptive or phase"),
+		  std::string::npos)
+		<< r.dump();
 }
 
 TEST(Control, SetErrors)
