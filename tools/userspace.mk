@@ -15,12 +15,14 @@ check-sim: build
 RUN_DIR ?= $(BUILD)/run
 
 # The main job: MetBench with 4 workers on this machine's emulated SMT cores,
-# three ways (baseline, hpcd Uniform, hpcd Adaptive), the Table III shape and
-# a timeline plot; then the simulator's view of MetBench and MetBenchVar.
+# four ways (baseline, hpcd Uniform, Adaptive and Phase), the Table III shape
+# and a timeline plot; then the simulator's view of MetBench, MetBenchVar,
+# BT-MZ and SIESTA.
 run: build
 	@echo "== MetBench on this machine under hpcd (cgroup SMT emulation) =="
 	@rm -rf $(RUN_DIR); mkdir -p $(RUN_DIR)
 	@LOADS=$${LOADS:-500,2000,500,2000} ITERATIONS=$${ITERATIONS:-20} \
+		WAYS=$${WAYS:-baseline uniform adaptive phase} \
 		tools/hpcd/metbench-3ways.sh $(BUILD) $(RUN_DIR) > $(RUN_DIR)/summary.txt
 	@grep -E "^(waits|  hpcd):" $(RUN_DIR)/summary.txt | sort -u || true
 	@/usr/bin/python3 bench/metbench/report.py $(RUN_DIR) --png $(RUN_DIR)/timeline.png \
@@ -29,3 +31,4 @@ run: build
 	@$(HPCSIM) table --workload metbench
 	@$(HPCSIM) table --workload metbenchvar
 	@$(HPCSIM) table --workload bt_mz
+	@$(HPCSIM) table --workload siesta

@@ -39,21 +39,26 @@ json load_json(const std::string &path, const char *what)
 struct Opts {
 	std::string workload, spec, paper, mode = "uniform", static_prio;
 	std::vector<std::string> settings;
-	int iterations = 10, k = 15;
+	int iterations = 0, k = 15; // iterations 0: the workload's own
+	double noise = 30;
+	uint64_t seed = 1;
 	bool json = false, trace = false;
 };
 
 void add_common(CLI::App *c, Opts &o)
 {
 	auto *w = c->add_option("--workload", o.workload, "built-in workload")
-			  ->check(CLI::IsMember({"metbench", "metbenchvar", "bt_mz"}));
+			  ->check(CLI::IsMember({"metbench", "metbenchvar", "bt_mz", "siesta"}));
 	c->add_option("--spec", o.spec, "workload spec (JSON file)")->excludes(w);
 	c->add_option("--paper", o.paper, "paper-tables.json (for built-in workloads)");
 	c->add_option("--set", o.settings, "tunable KEY=VALUE (sysfs names), repeatable");
-	c->add_option("--iterations", o.iterations, "MetBench iterations")
+	c->add_option("--iterations", o.iterations, "MetBench (10) or SIESTA (200) iterations")
 		->check(CLI::Range(1, 100000));
 	c->add_option("-k", o.k, "MetBenchVar: iterations between load swaps")
 		->check(CLI::Range(1, 10000));
+	c->add_option("--noise", o.noise, "SIESTA: per-iteration load variation, +-%")
+		->check(CLI::Range(0.0, 99.0));
+	c->add_option("--seed", o.seed, "SIESTA: seed of the load variation");
 	c->add_flag("--json", o.json, "JSON output");
 }
 
@@ -75,7 +80,10 @@ Workload pick_workload(const Opts &o, json &paper, std::string &key)
 	key = o.workload;
 	if (o.workload == "bt_mz")
 		return btmz(paper);
-	return o.workload == "metbench" ? metbench(paper, o.iterations) : metbenchvar(paper, o.k);
+	if (o.workload == "siesta")
+		return siesta(paper, o.iterations ? o.iterations : 200, o.noise, o.seed);
+	return o.workload == "metbench" ? metbench(paper, o.iterations ? o.iterations : 10)
+					: metbenchvar(paper, o.k);
 }
 
 hpc_params pick_params(const Opts &o)
@@ -138,6 +146,8 @@ int cmd_run(const Opts &o)
 		cfg.mode = Mode::Uniform;
 	else if (o.mode == "adaptive")
 		cfg.mode = Mode::Adaptive;
+	else if (o.mode == "phase")
+		cfg.mode = Mode::Phase;
 	else {
 		cfg.mode = Mode::Static;
 		cfg.static_prio = o.static_prio.empty()
@@ -181,12 +191,13 @@ int main(int argc, char **argv)
 	CLI::App app{"hpcsim: the SCHED_HPC policy core on emulated SMT cores"};
 	app.require_subcommand(1);
 	Opts o;
-	auto *table = app.add_subcommand("table", "baseline / static / Uniform / Adaptive / ideal");
+	auto *table = app.add_subcommand("table",
+					 "baseline / static / Uniform / Adaptive / Phase / ideal");
 	add_common(table, o);
 	auto *run = app.add_subcommand("run", "one run, optionally with a per-iteration trace");
 	add_common(run, o);
-	run->add_option("--mode", o.mode, "baseline|static|uniform|adaptive")
-		->check(CLI::IsMember({"baseline", "static", "uniform", "adaptive"}));
+	run->add_option("--mode", o.mode, "baseline|static|uniform|adaptive|phase")
+		->check(CLI::IsMember({"baseline", "static", "uniform", "adaptive", "phase"}));
 	run->add_option("--static", o.static_prio,
 			"static priorities, e.g. 4,6,4,6 (default: best)");
 	run->add_flag("--trace", o.trace, "per-iteration priorities and utilisation");

@@ -69,11 +69,15 @@ Comparison compare(const Workload &w, const hpc_params &p)
 	c.uniform = simulate(w, cfg);
 	cfg.mode = Mode::Adaptive;
 	c.adaptive = simulate(w, cfg);
+	cfg.mode = Mode::Phase;
+	c.phase = simulate(w, cfg);
 	c.ideal_s = ideal_time_s(w);
 	c.settle_uniform = settle_all(w, c.uniform, p);
 	c.settle_adaptive = settle_all(w, c.adaptive, p);
+	c.settle_phase = settle_all(w, c.phase, p);
 	c.prio_settle_uniform = prio_settle_all(w, c.uniform);
 	c.prio_settle_adaptive = prio_settle_all(w, c.adaptive);
+	c.prio_settle_phase = prio_settle_all(w, c.phase);
 	// Stability: priority changes in the second half of the last phase.
 	const int last = w.phases.back().from;
 	const int half = last + (w.iterations - last) / 2;
@@ -82,6 +86,7 @@ Comparison compare(const Workload &w, const hpc_params &p)
 	};
 	c.late_changes_uniform = late(c.uniform, c.settle_uniform);
 	c.late_changes_adaptive = late(c.adaptive, c.settle_adaptive);
+	c.late_changes_phase = late(c.phase, c.settle_phase);
 	return c;
 }
 
@@ -119,16 +124,17 @@ std::string render_table(const Comparison &c, const json *paper)
 	const Row rows[] = {{"baseline", &c.baseline},
 			    {"static", &c.stat},
 			    {"uniform", &c.uniform},
-			    {"adaptive", &c.adaptive}};
+			    {"adaptive", &c.adaptive},
+			    {"phase", &c.phase}};
 	for (const auto &row : rows) {
 		const RunResult &r = *row.r;
 		const json *pe =
 			with_paper && paper->contains(row.key) ? &paper->at(row.key) : nullptr;
 		for (int i = 0; i < n; i++) {
-			std::string prio = r.label == std::string("Uniform") ||
-							   r.label == std::string("Adaptive")
-						   ? prio_path(r.tasks[i])
-						   : std::to_string(r.tasks[i].final_prio);
+			const bool dyn =
+				row.r == &c.uniform || row.r == &c.adaptive || row.r == &c.phase;
+			std::string prio =
+				dyn ? prio_path(r.tasks[i]) : std::to_string(r.tasks[i].final_prio);
 			std::string time = i == 0 ? fmt::format("{:.2f} s", r.time_s) : "";
 			std::string gain =
 				i == 0 && row.r != &c.baseline
@@ -160,8 +166,8 @@ std::string render_table(const Comparison &c, const json *paper)
 	// The paper's own static row, where it ran other priorities than the
 	// search finds.
 	const json *ps = with_paper && paper->contains("static") ? &paper->at("static") : nullptr;
-	const auto pprio = ps ? ps->value("priority", std::vector<uint32_t>{})
-			      : std::vector<uint32_t>{};
+	const auto pprio =
+		ps ? ps->value("priority", std::vector<uint32_t>{}) : std::vector<uint32_t>{};
 	if (pprio.size() == static_cast<size_t>(n) && pprio != c.static_prio) {
 		RunConfig cfg;
 		cfg.mode = Mode::Static;
@@ -179,19 +185,22 @@ std::string render_table(const Comparison &c, const json *paper)
 	     "together.\n";
 	const double ideal_gain = c.baseline.time_s - c.ideal_s;
 	if (ideal_gain > 1e-6 * c.baseline.time_s) {
-		o += fmt::format("Uniform/Adaptive: gain as % of the ideal gain: "
-				 "Uniform {:.0f} %, Adaptive {:.0f} %, Static {:.0f} %\n",
-				 100 * (c.baseline.time_s - c.uniform.time_s) / ideal_gain,
-				 100 * (c.baseline.time_s - c.adaptive.time_s) / ideal_gain,
-				 100 * (c.baseline.time_s - c.stat.time_s) / ideal_gain);
+		o += fmt::format(
+			"Gain as % of the ideal gain: Uniform {:.0f} %, Adaptive {:.0f} %, "
+			"Phase {:.0f} %, Static {:.0f} %\n",
+			100 * (c.baseline.time_s - c.uniform.time_s) / ideal_gain,
+			100 * (c.baseline.time_s - c.adaptive.time_s) / ideal_gain,
+			100 * (c.baseline.time_s - c.phase.time_s) / ideal_gain,
+			100 * (c.baseline.time_s - c.stat.time_s) / ideal_gain);
 	} else {
 		// Nothing to gain (e.g. blocking waits: a sleeping sibling already
 		// leaves its core to the other context): a ratio to zero says nothing.
-		o += fmt::format("Uniform/Adaptive: the ideal gains nothing here (the baseline is "
-				 "the best split); against the baseline: Uniform {:+.1f} %, "
-				 "Adaptive {:+.1f} %\n",
+		o += fmt::format("The ideal gains nothing here (the baseline is the best split); "
+				 "against the baseline: Uniform {:+.1f} %, Adaptive {:+.1f} %, "
+				 "Phase {:+.1f} %\n",
 				 100 * (c.baseline.time_s - c.uniform.time_s) / c.baseline.time_s,
-				 100 * (c.baseline.time_s - c.adaptive.time_s) / c.baseline.time_s);
+				 100 * (c.baseline.time_s - c.adaptive.time_s) / c.baseline.time_s,
+				 100 * (c.baseline.time_s - c.phase.time_s) / c.baseline.time_s);
 	}
 	auto settle = [&](const std::vector<int> &s) {
 		std::string out;
@@ -209,10 +218,14 @@ std::string render_table(const Comparison &c, const json *paper)
 	o += fmt::format(
 		"  Adaptive: {}  (priority changes in the second half of the last phase: {})\n",
 		settle(c.settle_adaptive), c.late_changes_adaptive);
+	o += fmt::format(
+		"  Phase:    {}  (priority changes in the second half of the last phase: {})\n",
+		settle(c.settle_phase), c.late_changes_phase);
 	o += "Iterations until every priority settles after each load change (the paper's "
 	     "measure):\n";
 	o += fmt::format("  Uniform:  {}\n", settle(c.prio_settle_uniform));
 	o += fmt::format("  Adaptive: {}\n", settle(c.prio_settle_adaptive));
+	o += fmt::format("  Phase:    {}\n", settle(c.prio_settle_phase));
 	return o;
 }
 
@@ -241,11 +254,15 @@ json to_json(const Comparison &c)
 		{"static_prio", c.static_prio},
 		{"uniform", run(c.uniform)},
 		{"adaptive", run(c.adaptive)},
+		{"phase", run(c.phase)},
 		{"ideal_time_s", c.ideal_s},
 		{"settle_uniform", c.settle_uniform},
 		{"settle_adaptive", c.settle_adaptive},
 		{"prio_settle_uniform", c.prio_settle_uniform},
 		{"prio_settle_adaptive", c.prio_settle_adaptive},
+		{"settle_phase", c.settle_phase},
+		{"prio_settle_phase", c.prio_settle_phase},
+		{"late_changes_phase", c.late_changes_phase},
 		{"late_changes_uniform", c.late_changes_uniform},
 		{"late_changes_adaptive", c.late_changes_adaptive}};
 }

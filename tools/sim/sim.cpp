@@ -20,6 +20,7 @@ const char *mode_name(Mode m)
 	case Mode::Static: return "Static";
 	case Mode::Uniform: return "Uniform";
 	case Mode::Adaptive: return "Adaptive";
+	case Mode::Phase: return "Phase";
 	}
 	return "?";
 }
@@ -135,9 +136,12 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 		p.heuristic = HPC_HEUR_UNIFORM;
 	if (cfg.mode == Mode::Adaptive)
 		p.heuristic = HPC_HEUR_ADAPTIVE;
+	if (cfg.mode == Mode::Phase)
+		p.heuristic = HPC_HEUR_PHASE;
 	if (int err = hpc_params_check(&p, nullptr))
 		throw std::invalid_argument(std::string("parameters: ") + hpc_param_err_str(err));
-	const bool dynamic = cfg.mode == Mode::Uniform || cfg.mode == Mode::Adaptive;
+	const bool dynamic =
+		cfg.mode == Mode::Uniform || cfg.mode == Mode::Adaptive || cfg.mode == Mode::Phase;
 
 	std::vector<Ctx> c(n);
 	for (int i = 0; i < n; i++) {

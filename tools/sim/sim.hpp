@@ -26,7 +26,7 @@ namespace hpcsim
 // work; the model before the fit, which the paper's tables reject).
 enum class WaitMode { Spin, Block };
 
-enum class Mode { Baseline, Static, Uniform, Adaptive };
+enum class Mode { Baseline, Static, Uniform, Adaptive, Phase };
 
 // From iteration `from` on, task i computes loads_ms[i] ms of single-thread
 // work per iteration.
@@ -112,6 +112,10 @@ Workload metbench(const nlohmann::json &paper, int iterations = 10);
 Workload metbenchvar(const nlohmann::json &paper, int k = 15);
 // BT-MZ as in Table V: P1,P4 share a core, P2,P3 the other.
 Workload btmz(const nlohmann::json &paper);
+// SIESTA as in Table VI: P1,P2 and P3,P4 share a core, loads varying by
+// +-noise_pct % per iteration.
+Workload siesta(const nlohmann::json &paper, int iterations = 200, double noise_pct = 30,
+		uint64_t seed = 1);
 // A workload from a JSON spec (see tools/sim/README.md).
 Workload workload_from_json(const nlohmann::json &spec);
 

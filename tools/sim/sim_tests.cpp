@@ -141,7 +141,7 @@ TEST(Targets, MetBenchVarHeuristicsRebalanceInThreeIterations)
 	const Workload w = metbenchvar(pt, 15);
 	const auto prio = pt["metbenchvar"]["static"]["priority"].get<std::vector<uint32_t>>();
 	Comparison c = compare(w, defaults());
-	for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+	for (const RunResult *r : {&c.uniform, &c.adaptive, &c.phase}) {
 		SCOPED_TRACE(r->label);
 		EXPECT_GE(gain(c.baseline, *r), 0.09);
 		EXPECT_EQ(prio_settle_iterations(w, *r, 0), 2);
@@ -158,6 +158,7 @@ TEST(Targets, MetBenchVarHeuristicsRebalanceInThreeIterations)
 	for (size_t ph = 0; ph < 3; ph++) {
 		EXPECT_LE(c.settle_uniform[ph], 3) << "phase " << ph;
 		EXPECT_LE(c.settle_adaptive[ph], 3) << "phase " << ph;
+		EXPECT_LE(c.settle_phase[ph], 3) << "phase " << ph;
 	}
 }
 
@@ -195,6 +196,7 @@ TEST(Calibration, IdealBoundsEveryScheme)
 		EXPECT_LE(c.stat.time_s, c.baseline.time_s) << w.name;
 		EXPECT_LE(c.ideal_s, c.uniform.time_s) << w.name;
 		EXPECT_LE(c.ideal_s, c.adaptive.time_s) << w.name;
+		EXPECT_LE(c.ideal_s, c.phase.time_s) << w.name;
 	}
 }
 
@@ -202,7 +204,7 @@ TEST(Heuristics, MetBenchBalancesAfterOneIterationAndStaysStable)
 {
 	const Workload w = metbench(paper());
 	Comparison c = compare(w, defaults());
-	for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+	for (const RunResult *r : {&c.uniform, &c.adaptive, &c.phase}) {
 		SCOPED_TRACE(r->label);
 		auto s = settle_iterations(w, *r, 0, defaults());
 		ASSERT_TRUE(s.has_value());
@@ -222,7 +224,7 @@ TEST(Heuristics, BalancedPairsNeverChangePriority)
 {
 	json spec = {{"name", "balanced"}, {"iterations", 200}, {"loads_ms", {100, 100, 100, 100}}};
 	Workload w = workload_from_json(spec);
-	for (Mode m : {Mode::Uniform, Mode::Adaptive}) {
+	for (Mode m : {Mode::Uniform, Mode::Adaptive, Mode::Phase}) {
 		RunConfig cfg;
 		cfg.mode = m;
 		cfg.params = defaults();
@@ -275,7 +277,7 @@ TEST(Heuristics, BalancedNoisyWorkloadKeepsEqualPriorities)
 						least = std::min(least, u);
 				EXPECT_LT(least, 65.0) << what;
 			}
-			for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+			for (const RunResult *r : {&c.uniform, &c.adaptive, &c.phase}) {
 				EXPECT_EQ(r->prio_changes, 0) << r->label << " " << what;
 				EXPECT_LE(r->time_s, c.baseline.time_s * 1.01)
 					<< r->label << " " << what;
@@ -294,7 +296,7 @@ TEST(Heuristics, HeavyNoiseNeverRaisesBothContexts)
 			const Comparison c = balanced_noisy(noise, seed);
 			const std::string what = "noise " + std::to_string(noise) + " % seed " +
 						 std::to_string(seed);
-			for (const RunResult *r : {&c.uniform, &c.adaptive}) {
+			for (const RunResult *r : {&c.uniform, &c.adaptive, &c.phase}) {
 				expect_one_raised_per_core(*r, defaults().min_prio,
 							   r->label + " " + what);
 				if (noise < 35) {
@@ -321,6 +323,100 @@ TEST(Heuristics, PollingWaitsMissThePapersTables)
 	EXPECT_NE(t.find("polling waits"), std::string::npos) << t;
 	EXPECT_NE(render_table(compare(metbench(pt), defaults()), nullptr).find("modelled waits"),
 		  std::string::npos);
+}
+
+// The third heuristic, Phase (Uniform's history restarted at every load
+// change), on the suite the paper's open problem asks for ("it is hard to
+// find an heuristic that works well in all the cases"): within 1 point of
+// the better of Uniform and Adaptive on each workload. Uniform is far
+// behind on MetBenchVar with short periods (k = 5: its history never lets
+// a task read high in time), Adaptive on SIESTA's irregular iterations (one
+// iteration's noise raises the lead past the best); Phase keeps up with
+// both.
+struct SuiteCase {
+	std::string name;
+	Workload w;
+};
+
+std::vector<SuiteCase> heuristic_suite()
+{
+	const json pt = paper();
+	std::vector<SuiteCase> v = {{"metbench", metbench(pt)},
+				    {"metbenchvar k=5", metbenchvar(pt, 5)},
+				    {"metbenchvar k=15", metbenchvar(pt, 15)},
+				    {"metbenchvar k=30", metbenchvar(pt, 30)},
+				    {"bt_mz", btmz(pt)}};
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		const std::string s = " seed " + std::to_string(seed);
+		v.push_back({"siesta" + s, siesta(pt, 200, 30, seed)});
+		// A noisy constant load: MetBench's, +-10 % per iteration.
+		Workload mb = metbench(pt, 50);
+		mb.noise_pct = 10;
+		mb.seed = seed;
+		v.push_back({"metbench +-10 %" + s, mb});
+		// And a balanced one.
+		json spec = {{"iterations", 200},
+			     {"loads_ms", {100, 100, 100, 100}},
+			     {"noise_pct", 10},
+			     {"seed", seed}};
+		v.push_back({"balanced +-10 %" + s, workload_from_json(spec)});
+	}
+	return v;
+}
+
+TEST(Phase, WithinOnePointOfTheBetterHeuristic)
+{
+	double worst = 1;
+	for (const auto &sc : heuristic_suite()) {
+		const Comparison c = compare(sc.w, defaults());
+		const double u = gain(c.baseline, c.uniform), a = gain(c.baseline, c.adaptive);
+		const double ph = gain(c.baseline, c.phase);
+		EXPECT_GE(ph, std::max(u, a) - 0.01)
+			<< sc.name << ": Uniform " << 100 * u << " %, Adaptive " << 100 * a
+			<< " %, Phase " << 100 * ph << " %";
+		worst = std::min(worst, ph - std::max(u, a));
+	}
+	std::printf("# Phase against the better of Uniform and Adaptive: at worst %+.2f points\n",
+		    100 * worst);
+}
+
+// Where the two differ, Phase is with the better one: MetBenchVar k = 5
+// (Adaptive's 11.3 % against Uniform's 3.8 %) and SIESTA (Uniform ahead of
+// Adaptive for most seeds; Phase ahead of both).
+TEST(Phase, KeepsUpWhereUniformOrAdaptiveFalls)
+{
+	const json pt = paper();
+	const Comparison k5 = compare(metbenchvar(pt, 5), defaults());
+	EXPECT_GT(gain(k5.baseline, k5.adaptive), gain(k5.baseline, k5.uniform) + 0.05);
+	EXPECT_NEAR(gain(k5.baseline, k5.phase), gain(k5.baseline, k5.adaptive), 0.005);
+	int adaptive_behind = 0;
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		const Comparison c = compare(siesta(pt, 200, 30, seed), defaults());
+		adaptive_behind +=
+			gain(c.baseline, c.adaptive) < gain(c.baseline, c.uniform) - 0.01;
+		EXPECT_GE(gain(c.baseline, c.phase), gain(c.baseline, c.uniform))
+			<< "seed " << seed;
+	}
+	EXPECT_GE(adaptive_behind, 3);
+}
+
+// Constant loads: once balanced, Phase changes no priority (no
+// oscillation), as the other two.
+TEST(Phase, ConstantLoadsNeverOscillate)
+{
+	const json pt = paper();
+	json spec = {{"name", "balanced"}, {"iterations", 200}, {"loads_ms", {100, 100, 100, 100}}};
+	for (const Workload &w : {metbench(pt, 200), btmz(pt), workload_from_json(spec)}) {
+		const Comparison c = compare(w, defaults());
+		EXPECT_EQ(c.late_changes_phase, 0) << w.name;
+		EXPECT_LE(c.phase.prio_changes, 4) << w.name;
+		EXPECT_EQ(final_prios(c.phase), final_prios(c.uniform)) << w.name;
+	}
+	// And in every period of MetBenchVar: nothing moves once settled.
+	const Workload v = metbenchvar(pt, 15);
+	const Comparison c = compare(v, defaults());
+	for (int ph = 0; ph < 3; ph++)
+		EXPECT_LE(prio_settle_iterations(v, c.phase, ph), 3) << "period " << ph;
 }
 
 TEST(Simulator, Deterministic)
@@ -411,6 +507,11 @@ TEST(Settings, InvalidSettingChangesNothing)
 	}
 	hpc_prio_range power{1, 6};
 	EXPECT_FALSE(hpc::apply_setting(p, "max_prio=7", &power, err));
+	EXPECT_TRUE(hpc::apply_setting(p, "heuristic=phase", nullptr, err)) << err;
+	EXPECT_EQ(p.heuristic, (uint32_t)HPC_HEUR_PHASE);
+	EXPECT_EQ(hpc::format_param(p, HPC_P_HEURISTIC), "phase");
+	EXPECT_FALSE(hpc::apply_setting(p, "heuristic=trend", nullptr, err));
+	EXPECT_NE(err.find("(uniform, adaptive or phase)"), std::string::npos) << err;
 	EXPECT_TRUE(hpc::apply_setting(p, "heuristic=adaptive", nullptr, err)) << err;
 	EXPECT_EQ(p.heuristic, (uint32_t)HPC_HEUR_ADAPTIVE);
 	EXPECT_TRUE(hpc::apply_setting(p, "last_weight=70", nullptr, err)) << err;
@@ -425,9 +526,15 @@ TEST(Cli, TableRunsAndErrorsAreClear)
 	const std::string paper_opt = std::string(" --paper ") + HPCSIM_PAPER_TABLES;
 	EXPECT_EQ(run(bin + " table --workload metbench" + paper_opt, out), 0) << out;
 	EXPECT_NE(out.find("Uniform"), std::string::npos);
+	EXPECT_NE(out.find("Phase"), std::string::npos);
 	EXPECT_EQ(run(bin + " table --workload metbench --json" + paper_opt, out), 0) << out;
 	json j = json::parse(out);
 	EXPECT_EQ(j["static_prio"].get<std::vector<int>>(), (std::vector<int>{4, 6, 4, 6}));
+	EXPECT_TRUE(j.contains("phase"));
+	EXPECT_EQ(run(bin + " run --workload siesta --mode phase --iterations 20" + paper_opt, out),
+		  0)
+		<< out;
+	EXPECT_NE(out.find("siesta Phase"), std::string::npos) << out;
 
 	EXPECT_EQ(run(bin + " table --workload metbench --set low_util=95" + paper_opt, out), 2);
 	EXPECT_NE(out.find("low_util must be below high_util"), std::string::npos) << out;

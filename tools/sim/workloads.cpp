@@ -139,6 +139,38 @@ Workload btmz(const json &paper)
 	return w;
 }
 
+// SIESTA as in Table VI (benzene): the loads give the baseline its time and
+// % compute with P1,P2 and P3,P4 sharing a core (the paper does not say;
+// the ranks' default placement). Its iterations are short and irregular
+// ("an iteration is not necessarily representative of the next one"): each
+// rank's load varies within +-noise_pct % from one iteration to the next.
+Workload siesta(const json &paper, int iterations, double noise_pct, uint64_t seed)
+{
+	const json &t = table(paper, "siesta");
+	const auto comp = percent(t.at("baseline"));
+	const double time_s = t.at("baseline").at("time_s").get<double>();
+	if (comp.size() != 4 || iterations <= 0)
+		throw std::invalid_argument("siesta: need 4 baseline ranks and iterations > 0");
+	Workload w;
+	w.name = "siesta";
+	w.description = "SIESTA (Table VI): P1,P2 share core 0, P3,P4 core 1; loads vary "
+			"per iteration";
+	w.iterations = iterations;
+	w.noise_pct = noise_pct;
+	w.seed = seed;
+	const double it_s = time_s / w.iterations;
+	std::vector<double> l(4);
+	for (auto [x, y] : {std::pair{0, 1}, std::pair{2, 3}}) {
+		const bool xs = comp[x] <= comp[y];
+		const auto [s, g] =
+			pair_loads(xs ? comp[x] : comp[y], xs ? comp[y] : comp[x], it_s, w.wait);
+		l[x] = xs ? s : g;
+		l[y] = xs ? g : s;
+	}
+	w.phases = {Phase{0, l}};
+	return w;
+}
+
 Workload workload_from_json(const json &spec)
 {
 	static const char *known[] = {"name",     "description", "iterations", "wait",    "phases",
