@@ -36,6 +36,23 @@ std::pair<double, double> pair_loads(double c_short, double c_long, double t_s, 
 	return {s, s + alone * (c_long - c_short) * t_s * 1e3};
 }
 
+// The loads of ranks that share cores as @pairs say, from their baseline %
+// compute @comp: each pair's shorter and longer as pair_loads gives them.
+std::vector<double> core_loads(const std::vector<double> &comp,
+			       const std::vector<std::pair<int, int>> &pairs, double t_s,
+			       WaitMode wait)
+{
+	std::vector<double> l(comp.size());
+	for (auto [x, y] : pairs) {
+		const bool xs = comp[x] <= comp[y];
+		const auto [s, g] =
+			pair_loads(xs ? comp[x] : comp[y], xs ? comp[y] : comp[x], t_s, wait);
+		l[x] = xs ? s : g;
+		l[y] = xs ? g : s;
+	}
+	return l;
+}
+
 std::vector<double> percent(const json &row)
 {
 	auto v = row.at("comp").get<std::vector<double>>();
@@ -127,15 +144,7 @@ Workload btmz(const json &paper)
 	w.iterations = 200;
 	w.siblings = {3, 2, 1, 0};
 	const double it_s = time_s / w.iterations;
-	std::vector<double> l(4);
-	for (auto [x, y] : {std::pair{0, 3}, std::pair{1, 2}}) {
-		const bool xs = comp[x] <= comp[y];
-		const auto [s, g] =
-			pair_loads(xs ? comp[x] : comp[y], xs ? comp[y] : comp[x], it_s, w.wait);
-		l[x] = xs ? s : g;
-		l[y] = xs ? g : s;
-	}
-	w.phases = {Phase{0, l}};
+	w.phases = {Phase{0, core_loads(comp, {{0, 3}, {1, 2}}, it_s, w.wait)}};
 	return w;
 }
 
@@ -159,15 +168,7 @@ Workload siesta(const json &paper, int iterations, double noise_pct, uint64_t se
 	w.noise_pct = noise_pct;
 	w.seed = seed;
 	const double it_s = time_s / w.iterations;
-	std::vector<double> l(4);
-	for (auto [x, y] : {std::pair{0, 1}, std::pair{2, 3}}) {
-		const bool xs = comp[x] <= comp[y];
-		const auto [s, g] =
-			pair_loads(xs ? comp[x] : comp[y], xs ? comp[y] : comp[x], it_s, w.wait);
-		l[x] = xs ? s : g;
-		l[y] = xs ? g : s;
-	}
-	w.phases = {Phase{0, l}};
+	w.phases = {Phase{0, core_loads(comp, {{0, 1}, {2, 3}}, it_s, w.wait)}};
 	return w;
 }
 

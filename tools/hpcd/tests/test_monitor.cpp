@@ -59,16 +59,31 @@ struct Got {
 		return [this](int pid) { hups.push_back(pid); };
 	}
 };
+// hpcd's socket in a directory of its own, removed after the test.
+class MonitorSocketTest : public ::testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		ASSERT_NE(::mkdtemp(dir), nullptr);
+		path = std::string(dir) + "/mon";
+		m.open(path, 0666);
+	}
+	void TearDown() override
+	{
+		m.close();
+		::unlink(path.c_str());
+		::rmdir(dir);
+	}
+	char dir[32] = "/tmp/hpcd-mon-XXXXXX";
+	std::string path;
+	MonitorSocket m;
+	Got g;
+};
 } // namespace
 
-TEST(MonitorSocket, HelloAtOnceThenBatchedThenHangUp)
+TEST_F(MonitorSocketTest, HelloAtOnceThenBatchedThenHangUp)
 {
-	char dir[] = "/tmp/hpcd-mon-XXXXXX";
-	ASSERT_NE(::mkdtemp(dir), nullptr);
-	const std::string path = std::string(dir) + "/mon";
-	MonitorSocket m;
-	m.open(path, 0666);
-	Got g;
 	{
 		Peer p(path);
 		ASSERT_TRUE(readable(m.listen_fd()));
@@ -104,19 +119,10 @@ TEST(MonitorSocket, HelloAtOnceThenBatchedThenHangUp)
 	ASSERT_EQ(g.hups.size(), 1u);
 	EXPECT_EQ(g.hups[0], ::getpid());
 	EXPECT_EQ(m.connections(), 0u);
-	m.close();
-	::unlink(path.c_str());
-	::rmdir(dir);
 }
 
-TEST(MonitorSocket, RecordsOfManyRanksInTimeOrder)
+TEST_F(MonitorSocketTest, RecordsOfManyRanksInTimeOrder)
 {
-	char dir[] = "/tmp/hpcd-mon-XXXXXX";
-	ASSERT_NE(::mkdtemp(dir), nullptr);
-	const std::string path = std::string(dir) + "/mon";
-	MonitorSocket m;
-	m.open(path, 0666);
-	Got g;
 	Peer a(path), b(path);
 	ASSERT_TRUE(readable(m.listen_fd()));
 	m.accept_all();
@@ -143,7 +149,4 @@ TEST(MonitorSocket, RecordsOfManyRanksInTimeOrder)
 	for (size_t i = 2; i < g.recs.size(); i++)
 		ends.push_back(g.recs[i].end_ns);
 	EXPECT_EQ(ends, (std::vector<uint64_t>{10, 20, 30, 40}));
-	m.close();
-	::unlink(path.c_str());
-	::rmdir(dir);
 }
