@@ -24,11 +24,12 @@ n=50
 while [ -z "$(sed -n 's/^light_pid=//p' /tmp/mb)" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 heavy=$(sed -n 's/^heavy_pid=//p' /tmp/mb)
 light=$(sed -n 's/^light_pid=//p' /tmp/mb)
-raised=0 tilted=0
+raised=0 tilted=0 hmax=0
 while kill -0 $mbp 2>/dev/null; do
 	$SCX_HPC --dump-tasks --json > /tmp/dt 2>/dev/null
 	hs=$(grep "\"pid\":$heavy," /tmp/dt | json_field prio)
 	lsp=$(grep "\"pid\":$light," /tmp/dt | json_field prio)
+	[ "${hs:-0}" -gt "$hmax" ] && hmax=$hs
 	if [ "${hs:-0}" -ge 5 ]; then
 		raised=$((raised + 1))
 		[ "${lsp:-9}" -lt "$hs" ] && tilted=$((tilted + 1))
@@ -51,7 +52,10 @@ check "heavy decided on every cycle ($hi iterations + $hj judgements)" \
 # Once balanced, the light one hardly waits either.
 check "light decided on every cycle ($li iterations + $lj judgements)" \
 	test $(( ${li:-0} + ${lj:-0} )) -ge 20
-check "heavy raised to 5..6 (prio $hp)" test "${hp:-0}" -ge 5 -a "${hp:-0}" -le 6
+# While it runs: at its end a raised worker's last, deep wait (the workers
+# leave) hands its lead back, so the final value may be 4.
+check "heavy raised to 5..6 while it ran ($raised samples at 5..6, highest $hmax, final $hp)" \
+	test "$raised" -gt 0 -a "$hmax" -le 6
 # scx_metbench waits at two barriers per iteration (compute done, next
 # start), so a worker that waited at the first one closes a second, empty
 # iteration (U 0 %) at the next: once the pair is balanced either worker

@@ -118,17 +118,19 @@ check(all(0 < cpu[rk] <= run_[rk] * 1.02 + 2000000 for rk in range(1, 5))
 check(all(r["phases"] == 1 for v in iters.values() for r in v),
       "records: phases = 1 when every wrapped call closes an iteration",
       {rk: [r["phases"] for r in v] for rk, v in iters.items()})
-# MetBenchVar (loads swapped every 3 iterations) with a min wait longer than
-# the heavy workers' waits: those waits join the next compute phase, and the
-# record that closes when the worker turns light holds several phases.
+# MetBenchVar (loads swapped every 3 iterations) with a min wait (5 ms)
+# longer than the heavy workers' waits and far shorter than the light ones'
+# (2300 units more work, about 60 ms on this machine): those
+# waits join the next compute phase, and the record that closes when the
+# worker turns light holds several phases.
 # Summed over a rank's records, the phases are still one per wait phase of
 # the program (N + 2, less those of the iteration still open at
 # MPI_Finalize).
 sock_j = os.path.join(tmp, "hpcd-j.sock")
 rx = Receiver(sock_j)
-rc, out_j, err_j = monitored({"HPCD_SOCKET": sock_j, "HPCMON_MIN_WAIT_US": "20000",
+rc, out_j, err_j = monitored({"HPCD_SOCKET": sock_j, "HPCMON_MIN_WAIT_US": "5000",
                               "HPCMON_QUIET": "1"},
-                             "--loads", "100,800,100,800", "-n", str(N), "--wait", "spin", "--swap-every", "3",
+                             "--loads", "100,2400,100,2400", "-n", str(N), "--wait", "spin", "--swap-every", "3",
                              "--calibrate-ms", "20")
 rx.close()
 jit = {rk: [r for r in rx.recs if r["rank"] == rk and r["kind"] == ITERATION] for rk in range(1, 5)}
