@@ -96,31 +96,18 @@ std::string emulating(unsigned per_cpu)
 			   per_cpu, per_cpu);
 }
 
-int make_unix(const std::string &path, mode_t mode)
+// The control socket, unless another hpcd answers on its path.
+int make_control(const std::string &path)
 {
-	sockaddr_un a{};
-	a.sun_family = AF_UNIX;
-	if (path.size() >= sizeof a.sun_path)
-		throw std::runtime_error("socket path too long: " + path);
-	std::strcpy(a.sun_path, path.c_str());
-	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		throw std::system_error(errno, std::generic_category(), "socket");
-	// Another hpcd answering on this path? Then do not steal it.
+	const sockaddr_un a = unix_address(path);
 	int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (::connect(probe, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0) {
+	if (::connect(probe, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0) {
 		::close(probe);
 		throw std::runtime_error("another hpcd answers on " + path +
 					 " (use --control for a second instance)");
 	}
 	::close(probe);
-	::unlink(path.c_str());
-	if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0)
-		throw std::system_error(errno, std::generic_category(), "bind " + path);
-	::chmod(path.c_str(), mode);
-	if (::listen(fd, 16) < 0)
-		throw std::system_error(errno, std::generic_category(), "listen " + path);
-	return fd;
+	return listen_unix(SOCK_STREAM, path, 0600, 16);
 }
 
 struct Client {
@@ -934,7 +921,7 @@ int Daemon::run()
 
 	int rc = 0;
 	try {
-		ctl_ = make_unix(o_.control, 0600);
+		ctl_ = make_control(o_.control);
 		mon_.open(o_.monitor, 0666);
 		timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		arm_timer();

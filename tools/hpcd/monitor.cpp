@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "monitor.hpp"
+#include "system.hpp"
 
 #include <sys/epoll.h>
 #include <sys/stat.h>
@@ -22,23 +23,12 @@ MonitorSocket::~MonitorSocket()
 
 void MonitorSocket::open(const std::string &path, unsigned mode)
 {
-	sockaddr_un a{};
-	a.sun_family = AF_UNIX;
-	if (path.size() >= sizeof a.sun_path)
-		throw std::runtime_error("socket path too long: " + path);
-	std::strcpy(a.sun_path, path.c_str());
-	lfd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	ep_ = ::epoll_create1(EPOLL_CLOEXEC);
-	if (lfd_ < 0 || ep_ < 0)
-		throw std::system_error(errno, std::generic_category(), "monitor socket");
-	::unlink(path.c_str());
-	if (::bind(lfd_, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0)
-		throw std::system_error(errno, std::generic_category(), "bind " + path);
-	::chmod(path.c_str(), mode);
 	// Every rank of a node may connect at once (MPI_Init returns together):
 	// the backlog as deep as the system allows (net.core.somaxconn).
-	if (::listen(lfd_, 4096) < 0)
-		throw std::system_error(errno, std::generic_category(), "listen " + path);
+	lfd_ = listen_unix(SOCK_SEQPACKET, path, mode, 4096);
+	ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+	if (ep_ < 0)
+		throw std::system_error(errno, std::generic_category(), "epoll_create1");
 }
 
 void MonitorSocket::close()

@@ -12,7 +12,12 @@
 #include <memory>
 #include <sched.h>
 #include <set>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <system_error>
 #include <time.h>
+#include <unistd.h>
 
 #include <hwloc.h>
 
@@ -294,6 +299,37 @@ std::optional<int> rank_from_environ(std::string_view environ)
 			return r;
 	}
 	return std::nullopt;
+}
+
+sockaddr_un unix_address(const std::string &path)
+{
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	if (path.size() >= sizeof a.sun_path)
+		throw std::runtime_error("socket path too long: " + path);
+	std::strcpy(a.sun_path, path.c_str());
+	return a;
+}
+
+int listen_unix(int type, const std::string &path, unsigned mode, int backlog)
+{
+	const sockaddr_un a = unix_address(path);
+	int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		throw std::system_error(errno, std::generic_category(), "socket");
+	::unlink(path.c_str());
+	if (::bind(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) < 0) {
+		const int err = errno;
+		::close(fd);
+		throw std::system_error(err, std::generic_category(), "bind " + path);
+	}
+	::chmod(path.c_str(), mode);
+	if (::listen(fd, backlog) < 0) {
+		const int err = errno;
+		::close(fd);
+		throw std::system_error(err, std::generic_category(), "listen " + path);
+	}
+	return fd;
 }
 
 } // namespace hpcd

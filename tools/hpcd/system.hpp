@@ -1,6 +1,8 @@
 // Small Linux helpers of hpcd: CPU lists, affinity, topology (hwloc), clocks.
 #pragma once
 
+#include <sys/un.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,5 +74,11 @@ bool is_launcher_helper(std::string_view comm);
 // PMIX_RANK, PMI_RANK, SLURM_PROCID, in that order; nullopt if none is a
 // whole number.
 std::optional<int> rank_from_environ(std::string_view environ);
+
+// A Unix socket address for @path; throws if the path is too long.
+sockaddr_un unix_address(const std::string &path);
+// A non-blocking socket of @type (SOCK_STREAM, SOCK_SEQPACKET) listening on
+// @path (an old socket file there replaced) with @mode and @backlog; throws.
+int listen_unix(int type, const std::string &path, unsigned mode, int backlog);
 
 } // namespace hpcd
