@@ -40,7 +40,8 @@ SCX_CXXFLAGS = -std=c++20 -O2 -g -Wall -Wextra $(WERROR_FLAG) -I$(SCX_INC) -I$(S
 SCX_LDLIBS  = $(SCX_LIBBPF) -lelf -lz -pthread
 
 SCX_TARGETS := $(SCX_BIN)/scx_hpc $(SCX_BIN)/scx_simple $(SCX_BIN)/scx_metbench \
-	$(SCX_BIN)/scx_stress $(SCX_BIN)/scx_follow $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh
+	$(SCX_BIN)/scx_stress $(SCX_BIN)/scx_follow $(SCX_BIN)/scx_wakemix \
+	$(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh
 
 CHECK_SUITES += scx-host scx-guest scx-guest-smp4
 
@@ -114,6 +115,8 @@ $(SCX_BIN)/scx_simple: $(SCX_INC)/vmlinux.h | $(SCX_LIBBPF) $(SCX_BPFTOOL)
 	@mkdir -p $(dir $@)
 	$(SCX_TOOLS_MAKE) scx_simple
 	gcc -static -o $@ $(SCX_TREE)/build/obj/sched_ext/scx_simple.o $(SCX_LDLIBS)
+
+$(SCX_BIN)/scx_wakemix: tests/guest/cases/wakemix.h
 
 $(SCX_BIN)/%: $(SCX_DIR)/tests/%.c
 	@mkdir -p $(dir $@)
