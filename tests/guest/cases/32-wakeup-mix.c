@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * 32-wakeup-mix: SCHED_HPC under a mix of busy and waking tasks.
+ *
+ * Three measurements of wakemix.h (the same as scx_wakemix's, see
+ * sched_ext/tests/guest-cases/61-scx-wakeup-mix.sh), every measured task
+ * SCHED_HPC and unpinned, the class in RR mode with the default slice:
+ *
+ *  A  probe: a task sleeping 1 ms in a loop beside 4 busy HPC tasks and 2
+ *     hackbench groups (rounds restarted for the whole ~5 s). Its worst
+ *     lateness (actual - requested wake time) is at most 2 time slices: a
+ *     woken HPC task must not wait for every runnable task's slice.
+ *  B  hackbench (4 groups of 10 + 10 processes, 500 messages from each
+ *     sender to each receiver) as SCHED_HPC and as SCHED_OTHER, alternately
+ *     3 times each in this boot: median HPC <= 1.3 x median OTHER. The x86
+ *     backend (x86-smt-emul, built in: nothing turns it off) runs both busy
+ *     contexts of an emulated core at hpc_smt_speed(4, 4, busy) (600
+ *     permille) of a CPU, a cost fair tasks do not pay; with it the bound
+ *     is 1.3 / 0.6. The raw ratio and the one with the emulation's cost
+ *     taken out are both printed.
+ *  C  shares: 4 identical busy HPC tasks for ~8 s; the CPU time each got
+ *     (its own CLOCK_THREAD_CPUTIME_ID), max / min <= 1.2.
+ */
+/* guest-timeout: 240 */
+/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+#include "hpctest.h"
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
+#include "hpc_smt.c"	/* the model: the emulation's speed of a busy core */
+#include "wakemix.h"
+
+#define PROBE_SECS	5
+#define PROBE_BUSY	4
+#define PROBE_GROUPS	2
+#define PROBE_LOOPS	200	/* per round of the continuous hackbench load */
+#define HB_GROUPS	4
+#define HB_LOOPS	500
+#define HB_RUNS		3	/* of each policy */
+#define HB_TIMEOUT_MS	40000
+#define HB_BOUND	1.3
+#define SHARES_SECS	8
+#define SHARES_N	4
+#define SHARES_BOUND	1.2
+
+static void part_a(long long slice_us)
+{
+	struct wm_probe_cfg cfg = {
+		.policy = SCHED_HPC, .secs = PROBE_SECS, .nbusy = PROBE_BUSY,
+		.groups = PROBE_GROUPS, .loops = PROBE_LOOPS, .pin = 0,
+	};
+	struct wm_probe_res r;
+	char err[256];
+	int rc;
+
+	rc = wm_probe(&cfg, &r, err, sizeof(err));
+	if (rc) {
+		tap_fail("A: probe beside 4 busy HPC tasks and 2 hackbench groups ran", "%s", err);
+		return;
+	}
+	tap_diag("A: probe (1 ms sleeps) beside %d busy HPC tasks + %d hackbench groups, %d s: "
+		 "%llu wake-ups, lateness median %.0f us, p99 %.0f us, max %.0f us; "
+		 "%llu hackbench rounds", PROBE_BUSY, PROBE_GROUPS, PROBE_SECS,
+		 (unsigned long long)r.loops, r.med_ns / 1e3, r.p99_ns / 1e3, r.max_ns / 1e3,
+		 (unsigned long long)r.hb_rounds);
+	tap_ok(r.loops >= 10 && r.max_ns <= (uint64_t)slice_us * 2000ULL,
+	       "A: woken HPC probe's worst lateness %.1f ms <= 2 time slices (%.1f ms), %llu wake-ups",
+	       r.max_ns / 1e6, slice_us * 2 / 1e3, (unsigned long long)r.loops);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void part_b(void)
+{
+	double t[2][HB_RUNS], med[2], raw, bound = HB_BOUND;
+	static const int pol[2] = { SCHED_OTHER, SCHED_HPC };
+	static const char *const name[2] = { "OTHER", "HPC" };
+	unsigned int speed = HPC_SMT_SCALE;
+	char err[256], be[64];
+	int i, k, rc;
+
+	if (knob_read("backend", be, sizeof(be)) <= 0)
+		snprintf(be, sizeof(be), "?");
+	for (i = 0; i < HB_RUNS; i++)
+		for (k = 0; k < 2; k++) {
+			rc = wm_hackbench(pol[k], HB_GROUPS, HB_LOOPS, HB_TIMEOUT_MS, &t[k][i],
+					  err, sizeof(err));
+			if (rc) {
+				tap_fail("B: hackbench runs", "run %d as %s: %s", i + 1, name[k],
+					 err);
+				return;
+			}
+			tap_diag("B: hackbench -g %d -l %d as %s: %.3f s", HB_GROUPS, HB_LOOPS,
+				 name[k], t[k][i]);
+		}
+	for (k = 0; k < 2; k++) {
+		qsort(t[k], HB_RUNS, sizeof(t[k][0]), cmp_dbl);
+		med[k] = t[k][HB_RUNS / 2];
+	}
+	raw = med[1] / med[0];
+	if (!strcmp(be, "x86-smt-emul")) {
+		speed = hpc_smt_speed(HPC_SMT_PRIO_NORMAL, HPC_SMT_PRIO_NORMAL, true);
+		bound = HB_BOUND * HPC_SMT_SCALE / speed;
+		tap_diag("B: backend %s cannot be turned off: the emulation's cost is included "
+			 "(both contexts of a core busy at priority 4 run at %u permille), "
+			 "bound %.1f / %.3f = %.3f", be, speed, HB_BOUND,
+			 (double)speed / HPC_SMT_SCALE, bound);
+	}
+	tap_diag("B: medians HPC %.3f s, OTHER %.3f s: raw ratio %.3f, without the emulation's "
+		 "cost %.3f", med[1], med[0], raw, raw * speed / HPC_SMT_SCALE);
+	tap_ok(raw <= bound, "B: hackbench as SCHED_HPC %.3f s <= %.3f x as SCHED_OTHER %.3f s "
+	       "(ratio %.3f, backend %s)", med[1], bound, med[0], raw, be);
+}
+
+static void part_c(void)
+{
+	struct wm_shares_res r;
+	char err[256];
+	int i, rc;
+
+	rc = wm_shares(SCHED_HPC, SHARES_SECS, SHARES_N, &r, err, sizeof(err));
+	if (rc) {
+		tap_fail("C: 4 busy HPC tasks ran", "%s", err);
+		return;
+	}
+	for (i = 0; i < r.n; i++)
+		tap_diag("C: task %d: %.1f ms CPU, %llu work units", i, r.cpu_ns[i] / 1e6,
+			 (unsigned long long)r.count[i]);
+	tap_diag("C: %d busy HPC tasks over %.0f ms on %d CPUs: CPU min %.1f ms, max %.1f ms "
+		 "(ratio %.3f); work units ratio %.3f", r.n, r.wall_ns / 1e6, online_cpus(),
+		 r.cpu_min / 1e6, r.cpu_max / 1e6, r.ratio, r.count_ratio);
+	tap_ok(r.ratio <= SHARES_BOUND,
+	       "C: equal busy HPC tasks get equal CPU time: max / min %.3f <= %.1f",
+	       r.ratio, SHARES_BOUND);
+}
+
+int main(void)
+{
+	long long slice;
+	char q[16];
+
+	tap_init("32-wakeup-mix");
+	watchdog(230);
+	watchdog_hook = wm_kill_kids;
+	if (!require_hpc())
+		return tap_done();
+	knobs_restore();
+	slice = knob_get("timeslice_us");
+	if (knob_read("queue", q, sizeof(q)) <= 0)
+		q[0] = 0;
+	if (!tap_ok(!strcmp(q, "rr") && slice > 0, "RR queues with a time slice (queue %s, %lld us)",
+		    q, slice))
+		return tap_done();
+	tap_diag("queue %s, timeslice_us %lld, %d CPUs", q, slice, online_cpus());
+	part_a(slice);
+	part_b();
+	part_c();
+	kill_children();
+	return tap_done();
+}
