@@ -71,15 +71,14 @@ int main(int argc, char **argv)
 	}
 	optind = 2;
 	while ((opt = getopt(argc, argv, "p:t:b:g:l:n:T:P")) != -1) {
-		switch (opt) {
-		case 'p': val = &policy; break;
-		case 't': val = &secs; break;
-		case 'b': case 'n': val = &nbusy; break;
-		case 'g': val = &groups; break;
-		case 'l': val = &loops; break;
-		case 'T': val = &timeout; break;
-		case 'P': pin = 1; continue;
-		default:
+		if (opt == 'P') {
+			pin = 1;
+			continue;
+		}
+		val = opt == 'p' ? &policy : opt == 't' ? &secs :
+		      opt == 'b' || opt == 'n' ? &nbusy : opt == 'g' ? &groups :
+		      opt == 'l' ? &loops : opt == 'T' ? &timeout : NULL;
+		if (!val) {
 			usage(argv[0]);
 			return 2;
 		}

@@ -154,8 +154,8 @@ int main(void)
 	slice = knob_get("timeslice_us");
 	if (knob_read("queue", q, sizeof(q)) <= 0)
 		q[0] = 0;
-	if (!tap_ok(!strcmp(q, "rr") && slice > 0, "RR queues with a time slice (queue %s, %lld us)",
-		    q, slice))
+	if (!tap_ok(!strcmp(q, "rr") && slice > 0,
+		    "RR queues with a time slice (queue %s, %lld us)", q, slice))
 		return tap_done();
 	tap_diag("queue %s, timeslice_us %lld, %d CPUs", q, slice, online_cpus());
 	part_a(slice);
