@@ -530,6 +530,73 @@ static void sibling_judge_only_when_computing_through(void **state)
 	(void)state;
 }
 
+/*
+ * A pair neither task of which waits (hpc_pair_busy()): a lead taken on a
+ * start-up wait is given back, one step per horizon (HPC_BUSY_PAIR_NS, or
+ * twice the task's last iteration), down to min_prio and no further; a
+ * sibling that waits, or a horizon not yet over, keeps it.
+ */
+static void busy_pair_gives_the_lead_back(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t, peer, snap;
+	u64 now = 0, h = HPC_BUSY_PAIR_NS;
+
+	hpc_task_init(&t, 0, &p);
+	hpc_task_init(&peer, 0, &p);
+	/* Raised at start-up: 6 against 4, both busy from 0 on. */
+	t.prio = 6;
+	t.prev_prio = 6;
+	snap = t;
+	/* Within the horizon: nothing. */
+	assert_int_equal(hpc_task_sibling_judge(&t, h - 1, &p, &peer), 0);
+	assert_task_equal(&t, &snap);
+	/* A sibling that sleeps waits for us: the lead stands. */
+	peer.state = HPC_TASK_SLEEPING;
+	assert_int_equal(hpc_task_sibling_judge(&t, h, &p, &peer), 0);
+	assert_task_equal(&t, &snap);
+	peer.state = HPC_TASK_RUNNABLE;
+	/* One horizon of a busy pair: one step down, nothing accounted. */
+	assert_int_equal(hpc_task_sibling_judge(&t, h, &p, &peer), 1);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.prev_prio, 6);
+	assert_int_equal(t.nr_judged, 1);
+	assert_int_equal(t.judged_at, h);
+	assert_int_equal(t.nr_iter, 0);
+	assert_int_equal(t.sum_total, 0);
+	/* Once per horizon. */
+	assert_int_equal(hpc_task_sibling_judge(&t, 2 * h - 1, &p, &peer), 0);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(hpc_task_sibling_judge(&t, 2 * h, &p, &peer), 1);
+	assert_int_equal(t.prio, 4);
+	/* At min_prio it stays. */
+	assert_int_equal(hpc_task_sibling_judge(&t, 5 * h, &p, &peer), 0);
+	assert_int_equal(t.prio, 4);
+
+	/*
+	 * A task whose iterations last 2 s: its horizon is 4 s. And a sibling
+	 * that closed an iteration within its own horizon keeps the lead.
+	 */
+	hpc_task_init(&t, 0, &p);
+	run_iter(&t, &now, MS(1900), MS(100), &p, HPC_CLASS_NONE);
+	t.prio = 5;
+	hpc_task_init(&peer, now, &p);
+	assert_int_equal(hpc_task_sibling_judge(&t, now + MS(3999), &p, &peer), 0);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(hpc_task_sibling_judge(&t, now + MS(4000), &p, &peer), 1);
+	assert_int_equal(t.prio, 4);
+	hpc_task_init(&t, 0, &p);
+	t.prio = 5;
+	hpc_task_init(&peer, 0, &p);
+	now = 0;
+	run_iter(&peer, &now, MS(1500), MS(10), &p, HPC_CLASS_NONE);
+	/* judged on that iteration (a busy one: held), not as a busy pair */
+	hpc_task_sibling_judge(&t, 2 * h, &p, &peer);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.judged_at, peer.iter_start);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +613,7 @@ int main(void)
 		cmocka_unit_test(sibling_judge_critical_path),
 		cmocka_unit_test(sibling_judge_heuristic_util),
 		cmocka_unit_test(sibling_judge_only_when_computing_through),
+		cmocka_unit_test(busy_pair_gives_the_lead_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

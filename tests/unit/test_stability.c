@@ -178,8 +178,8 @@ static void raised_pair_comes_down(void **state)
 		for (k = 0; k < 2; k++) {
 			hpc_params_default(&p);
 			p.heuristic = h;
-			hpc_task_init(&t[0], 0, &p);
-			hpc_task_init(&t[1], 0, &p);
+			hpc_task_init(&t[0], now, &p);
+			hpc_task_init(&t[1], now, &p);
 			t[0].prio = start[k];
 			t[1].prio = start[k];
 			for (i = 0; i < 20; i++) {

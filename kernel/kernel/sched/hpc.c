@@ -4,7 +4,8 @@
  *
  * A class between the real-time and the fair class for HPC (MPI-style)
  * applications: one task per CPU that alternates compute phases and waits.
- * The class runs its tasks round-robin (or FIFO), tracks their iterations
+ * The class runs its tasks round-robin by virtual time, a waking task
+ * first (or FIFO: see hpc_queue.h), tracks their iterations
  * with the policy core (hpc_policy.c) and gives each task the hardware
  * thread priority the core decides on; a mechanism backend applies it.
  *
@@ -23,6 +24,7 @@
 #include "sched.h"
 #include "hpc_backend.h"
 #include "hpc_policy.h"
+#include "hpc_queue.h"
 #include "hpc_smt.h"
 
 static_assert(sizeof(struct hpc_task) <=
@@ -43,11 +45,13 @@ struct hpc_conf {
 	u32			queue;
 	u32			timeslice_us;
 	u32			emul_period_us;
+	u32			mech;	/* 0: no backend (none) */
 	struct rcu_head		rcu;
 };
 
 static struct hpc_conf hpc_conf_boot = {
 	.queue		= HPC_QUEUE_RR,
+	.mech		= 1,
 	.timeslice_us	= HPC_DEF_TIMESLICE_US,
 	.emul_period_us	= HPC_DEF_EMUL_PERIOD_US,
 };
@@ -81,6 +85,60 @@ static DEFINE_PER_CPU(int, hpc_sibling) = -1;
 static inline struct hpc_task *hpc_it(struct task_struct *p)
 {
 	return (struct hpc_task *)p->hpc.state;
+}
+
+static inline struct sched_hpc_entity *hpc_se(struct rb_node *node)
+{
+	return rb_entry(node, struct sched_hpc_entity, run_node);
+}
+
+static inline struct task_struct *hpc_task_of(struct sched_hpc_entity *hse)
+{
+	return container_of(hse, struct task_struct, hpc);
+}
+
+static bool hpc_se_less(struct rb_node *a, const struct rb_node *b)
+{
+	return hpc_vtime_before(hpc_se(a)->vtime,
+				rb_entry(b, struct sched_hpc_entity,
+					 run_node)->vtime);
+}
+
+/* The queue runs the least virtual time first; equal ones in arrival order. */
+static void hpc_queue_add(struct rq *rq, struct sched_hpc_entity *hse)
+{
+	rb_add_cached(&hse->run_node, &rq->hpc.queue, hpc_se_less);
+}
+
+static void hpc_queue_del(struct rq *rq, struct sched_hpc_entity *hse)
+{
+	rb_erase_cached(&hse->run_node, &rq->hpc.queue);
+	RB_CLEAR_NODE(&hse->run_node);
+}
+
+static struct sched_hpc_entity *hpc_queue_first(struct rq *rq)
+{
+	struct rb_node *node = rb_first_cached(&rq->hpc.queue);
+
+	return node ? hpc_se(node) : NULL;
+}
+
+static struct sched_hpc_entity *hpc_queue_next(struct sched_hpc_entity *hse)
+{
+	struct rb_node *node = rb_next(&hse->run_node);
+
+	return node ? hpc_se(node) : NULL;
+}
+
+/* Give a queued @hse the virtual time @vtime (its place changes). */
+static void hpc_queue_move(struct rq *rq, struct sched_hpc_entity *hse,
+			   u64 vtime)
+{
+	hpc_queue_del(rq, hse);
+	hse->vtime = vtime;
+	hpc_queue_add(rq, hse);
+	rq->hpc.vtime = hpc_queue_advance(rq->hpc.vtime,
+					  hpc_queue_first(rq)->vtime);
 }
 
 /* Callers hold a runqueue lock or p->pi_lock: preemption is off. */
@@ -117,7 +175,7 @@ void hpc_throttle(struct rq *rq)
 		return;
 	rq->hpc.throttled = 1;
 	sub_nr_running(rq, rq->hpc.nr_queued);
-	list_for_each_entry(hse, &rq->hpc.queue, run_list) {
+	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
 		hse->throttled = 1;
 		hse->throttle_start = now;
 	}
@@ -134,7 +192,7 @@ void hpc_unthrottle(struct rq *rq)
 		return;
 	rq->hpc.throttled = 0;
 	add_nr_running(rq, rq->hpc.nr_queued);
-	list_for_each_entry(hse, &rq->hpc.queue, run_list) {
+	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
 		if (hse->throttled && now > hse->throttle_start)
 			hse->throttled_ns += now - hse->throttle_start;
 		hse->throttled = 0;
@@ -247,6 +305,15 @@ static u32 hpc_task_prio(struct task_struct *p, const struct hpc_conf *c)
 }
 
 /* The core has decided: a task with a fixed priority keeps it. */
+/*
+ * The priority the backend applies to @p: HPC_PRIO_OFF (run as an ordinary
+ * thread) while the mechanism is off (backend "none").
+ */
+static u32 hpc_mech_prio(struct task_struct *p, const struct hpc_conf *c)
+{
+	return c->mech ? hpc_task_prio(p, c) : HPC_PRIO_OFF;
+}
+
 static void hpc_keep_fixed(struct task_struct *p)
 {
 	if (p->rt_priority)
@@ -260,10 +327,12 @@ static void hpc_entity_init(struct task_struct *p, u64 now)
 	struct sched_hpc_entity *hse = &p->hpc;
 
 	hpc_task_init(hpc_it(p), now, &c->p);
+	/* FIFO: it arrives now; round-robin: first, as a woken task. */
+	hse->vtime = c->queue == HPC_QUEUE_FIFO ? now : 0;
 	hse->time_slice = hpc_timeslice_ns(c);
 	hse->throttled_ns = 0;
 	hse->throttled = 0;
-	hse->applied_prio = hpc_task_prio(p, c);
+	hse->applied_prio = hpc_mech_prio(p, c);
 	hse->active = 1;
 }
 
@@ -283,6 +352,9 @@ static void update_curr_hpc(struct rq *rq)
 		curr->hpc.time_slice -= delta_exec;
 	else
 		curr->hpc.time_slice = 0;
+	/* Round-robin: the virtual time is the CPU time received. */
+	if (hpc_conf()->queue == HPC_QUEUE_RR && curr->hpc.on_rq)
+		hpc_queue_move(rq, &curr->hpc, curr->hpc.vtime + delta_exec);
 
 	hpc_backend->account(rq, delta_exec);
 }
@@ -324,9 +396,26 @@ static void hpc_account_sibling(struct rq *rq, struct task_struct *p, u64 now)
 		hpc_keep_fixed(p);
 		trace_sched_hpc_judge(p, it->heur_util, it->prev_prio,
 				      it->prio);
-		p->hpc.applied_prio = hpc_task_prio(p, c);
+		p->hpc.applied_prio = hpc_mech_prio(p, c);
 		hpc_backend->apply(rq, p, p->hpc.applied_prio);
 	}
+}
+
+/* Where @hse goes on @rq's queue (hpc_queue.h). */
+static u64 hpc_enqueue_vtime(struct rq *rq, struct sched_hpc_entity *hse,
+			     int flags)
+{
+	const struct hpc_conf *c = hpc_conf();
+	struct sched_hpc_entity *first = hpc_queue_first(rq);
+
+	if (flags & ENQUEUE_HEAD)
+		return first ? first->vtime - 1 : rq->hpc.vtime;
+	if (c->queue == HPC_QUEUE_FIFO)
+		/* dequeued and enqueued to change an attribute: same place */
+		return flags & ENQUEUE_RESTORE ? hse->vtime : hpc_clock();
+	return hpc_queue_vtime(hse->vtime, rq->hpc.vtime, hpc_timeslice_ns(c),
+			       flags & ENQUEUE_WAKEUP ?
+			       hpc_task_burst(hpc_it(hpc_task_of(hse))) : 0);
 }
 
 static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
@@ -340,10 +429,8 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	hpc_account_wakeup(rq, p);
 
-	if (flags & ENQUEUE_HEAD)
-		list_add(&hse->run_list, &rq->hpc.queue);
-	else
-		list_add_tail(&hse->run_list, &rq->hpc.queue);
+	hse->vtime = hpc_enqueue_vtime(rq, hse, flags);
+	hpc_queue_add(rq, hse);
 	hse->on_rq = 1;
 	rq->hpc.nr_queued++;
 	if (rq->hpc.throttled) {
@@ -355,7 +442,7 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	hpc_snap_store(cpu_of(rq), p, false);
 	/* A woken task starts a compute phase with its new priority. */
-	hpc_backend->apply(rq, p, hpc_task_prio(p, hpc_conf()));
+	hpc_backend->apply(rq, p, hpc_mech_prio(p, hpc_conf()));
 }
 
 static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
@@ -372,7 +459,7 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 		hpc_snap_store(cpu_of(rq), p, false);
 	}
 
-	list_del_init(&hse->run_list);
+	hpc_queue_del(rq, hse);
 	hse->on_rq = 0;
 	rq->hpc.nr_queued--;
 	if (hse->throttled) {
@@ -390,10 +477,19 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	return true;
 }
 
+/* Behind every queued task: the slice end of round-robin, a yield. */
 static void requeue_task_hpc(struct rq *rq, struct task_struct *p)
 {
-	if (p->hpc.on_rq)
-		list_move_tail(&p->hpc.run_list, &rq->hpc.queue);
+	struct rb_node *last;
+	u64 vtime;
+
+	if (!p->hpc.on_rq)
+		return;
+	last = rb_last(&rq->hpc.queue.rb_root);
+	vtime = hpc_se(last)->vtime;
+	if (hpc_vtime_before(vtime, p->hpc.vtime))
+		vtime = p->hpc.vtime;
+	hpc_queue_move(rq, &p->hpc, vtime);
 }
 
 static void yield_task_hpc(struct rq *rq)
@@ -401,21 +497,54 @@ static void yield_task_hpc(struct rq *rq)
 	requeue_task_hpc(rq, rq->curr);
 }
 
-/* Tasks of this class never preempt each other on wakeup. */
+/* What @curr has run since it was picked. */
+static u64 hpc_ran(struct rq *rq, struct task_struct *curr)
+{
+	return curr->se.sum_exec_runtime - rq->hpc.pick_exec;
+}
+
+/*
+ * Round-robin: a woken task (@p) preempts the running one if it is ahead by
+ * more than the core's margin (hpc_wake_preempts()); if it is not yet, the
+ * tick checks again while it waits (hpc_tick_preempt()).
+ */
 static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
 {
+	const struct hpc_conf *c = hpc_conf();
+	struct task_struct *curr = rq->curr;
+
+	if (c->queue != HPC_QUEUE_RR || rq->hpc.throttled || curr == p)
+		return;
+	update_curr_hpc(rq);
+	if (hpc_wake_preempts(p->hpc.vtime, curr->hpc.vtime, hpc_ran(rq, curr),
+			      hpc_timeslice_ns(c))) {
+		rq->hpc.wake_pending = 0;
+		resched_curr(rq);
+		return;
+	}
+	if (!rq->hpc.wake_pending ||
+	    hpc_vtime_before(p->hpc.vtime, rq->hpc.wake_vtime))
+		rq->hpc.wake_vtime = p->hpc.vtime;
+	rq->hpc.wake_pending = 1;
+}
+
+/* At the tick of @curr: a woken task waits that is ahead enough by now. */
+static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
+			     const struct hpc_conf *c)
+{
+	if (!rq->hpc.wake_pending || c->queue != HPC_QUEUE_RR ||
+	    !hpc_wake_preempts(rq->hpc.wake_vtime, curr->hpc.vtime,
+			       hpc_ran(rq, curr), hpc_timeslice_ns(c)))
+		return false;
+	rq->hpc.wake_pending = 0;
+	return true;
 }
 
 static struct task_struct *pick_task_hpc(struct rq *rq)
 {
-	struct sched_hpc_entity *hse;
-
 	if (!sched_hpc_runnable(rq))
 		return NULL;
-
-	hse = list_first_entry(&rq->hpc.queue, struct sched_hpc_entity,
-			       run_list);
-	return container_of(hse, struct task_struct, hpc);
+	return hpc_task_of(hpc_queue_first(rq));
 }
 
 static void put_prev_task_hpc(struct rq *rq, struct task_struct *p,
@@ -432,9 +561,12 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 	p->se.exec_start = rq_clock_task(rq);
 	if (!hse->time_slice)
 		hse->time_slice = hpc_timeslice_ns(c);
+	/* A woken task waited ahead of this one, if anywhere: it runs now. */
+	rq->hpc.wake_pending = 0;
+	rq->hpc.pick_exec = p->se.sum_exec_runtime;
 
 	/* A new priority takes effect when the task (re)starts computing. */
-	hse->applied_prio = hpc_task_prio(p, c);
+	hse->applied_prio = hpc_mech_prio(p, c);
 	hpc_snap_store(cpu_of(rq), p, true);
 	hpc_backend->apply(rq, p, hse->applied_prio);
 }
@@ -501,9 +633,8 @@ static void hpc_pull(struct rq *this_rq)
 	double_lock_balance(this_rq, src);
 	if (this_rq->hpc.nr_queued || src->hpc.nr_queued < 2)
 		goto unlock;
-	list_for_each_entry(hse, &src->hpc.queue, run_list) {
-		struct task_struct *p = container_of(hse, struct task_struct,
-						     hpc);
+	for (hse = hpc_queue_first(src); hse; hse = hpc_queue_next(hse)) {
+		struct task_struct *p = hpc_task_of(hse);
 
 		if (hpc_can_move(src, p, this_cpu)) {
 			hpc_move_task(src, this_rq, p);
@@ -527,9 +658,8 @@ static void hpc_push(struct rq *rq)
 
 	if (rq->hpc.nr_queued < 2)
 		return;
-	list_for_each_entry(hse, &rq->hpc.queue, run_list) {
-		struct task_struct *t = container_of(hse, struct task_struct,
-						     hpc);
+	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
+		struct task_struct *t = hpc_task_of(hse);
 
 		if (task_on_cpu(rq, t) || is_migration_disabled(t))
 			continue;
@@ -638,13 +768,17 @@ static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 
 static void migrate_task_rq_hpc(struct task_struct *p, int new_cpu)
 {
+	/* Its place relative to the queue moves with it (hpc_queue.h). */
+	p->hpc.vtime += READ_ONCE(cpu_rq(new_cpu)->hpc.vtime) -
+			READ_ONCE(task_rq(p)->hpc.vtime);
 	hpc_snap_clear(task_cpu(p), p);
 }
 
 static void rq_online_hpc(struct rq *rq)
 {
 	rq->hpc.online = 1;
-	hpc_backend->rq_online(rq);
+	if (hpc_conf()->mech)
+		hpc_backend->rq_online(rq);
 }
 
 static void rq_offline_hpc(struct rq *rq)
@@ -665,7 +799,7 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 	hpc_account_sibling(rq, p, now);
 	hpc_snap_store(cpu_of(rq), p, true);
 	/* Picked just as its CPU ran out of budget: leave at once. */
-	if (rq->hpc.throttled)
+	if (rq->hpc.throttled || hpc_tick_preempt(rq, p, c))
 		resched_curr(rq);
 
 #ifdef CONFIG_SMP
@@ -675,7 +809,7 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 		return;
 
 	hse->time_slice = hpc_timeslice_ns(c);
-	if (!list_is_singular(&rq->hpc.queue)) {
+	if (rq->hpc.nr_queued > 1) {
 		requeue_task_hpc(rq, p);
 		resched_curr(rq);
 	}
@@ -766,7 +900,9 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 {
 	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
 
-	INIT_LIST_HEAD(&rq->hpc.queue);
+	rq->hpc.queue = RB_ROOT_CACHED;
+	rq->hpc.vtime = 0;
+	rq->hpc.wake_pending = 0;
 	rq->hpc.nr_queued = 0;
 	rq->hpc.throttled = 0;
 	hpc_backend->init_rq(rq, cpu);
@@ -1058,7 +1194,74 @@ static ssize_t u32_knob_store(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t backend_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%s\n", hpc_backend->name);
+	struct hpc_conf c;
+
+	hpc_conf_read(&c);
+	return sysfs_emit(buf, "%s\n", c.mech ? hpc_backend->name : "none");
+}
+
+/*
+ * Apply the priorities of this CPU's SCHED_HPC tasks again, after the
+ * mechanism was switched (on_each_cpu(): interrupts are off). The running
+ * task goes last: its priority is the CPU's. Switched off, every priority
+ * is HPC_PRIO_OFF, which releases whatever the backend held (the x86
+ * emulation's budgets and throttles).
+ */
+static void hpc_mech_reapply(void *unused)
+{
+	struct rq *rq = this_rq();
+	struct sched_hpc_entity *hse;
+	const struct hpc_conf *c;
+	struct task_struct *p;
+	struct rq_flags rf;
+
+	rq_lock(rq, &rf);
+	update_rq_clock(rq);
+	c = hpc_conf();
+	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
+		p = hpc_task_of(hse);
+		if (task_current(rq, p))
+			continue;
+		hse->applied_prio = hpc_mech_prio(p, c);
+		hpc_backend->apply(rq, p, hse->applied_prio);
+	}
+	p = rq->curr;
+	if (p->sched_class == &hpc_sched_class) {
+		p->hpc.applied_prio = hpc_mech_prio(p, c);
+		hpc_backend->apply(rq, p, p->hpc.applied_prio);
+	} else if (rq->hpc.online) {
+		hpc_backend->reset(rq, NULL);
+	}
+	rq_unlock(rq, &rf);
+}
+
+static int hpc_set_mech(struct hpc_conf *c, void *arg)
+{
+	c->mech = *(u32 *)arg;
+	return 0;
+}
+
+/* The backend's name switches it on, "none" off; effective at once. */
+static ssize_t backend_store(struct kobject *kobj, struct kobj_attribute *attr,
+			     const char *buf, size_t count)
+{
+	char word[32];
+	u32 mech;
+	int ret;
+
+	if (hpc_parse_word(buf, word, sizeof(word)))
+		return -EINVAL;
+	if (!strcmp(word, hpc_backend->name))
+		mech = 1;
+	else if (!strcmp(word, "none"))
+		mech = 0;
+	else
+		return -EINVAL;
+	ret = hpc_conf_update(hpc_set_mech, &mech);
+	if (ret)
+		return ret;
+	on_each_cpu(hpc_mech_reapply, NULL, 1);
+	return count;
 }
 
 static ssize_t prio_range_show(struct kobject *kobj,
@@ -1099,7 +1302,7 @@ static struct kobj_attribute hpc_attr_timeslice_us =
 	__ATTR(timeslice_us, 0644, u32_knob_show, u32_knob_store);
 static struct kobj_attribute hpc_attr_emul_period_us =
 	__ATTR(emul_period_us, 0644, u32_knob_show, u32_knob_store);
-static struct kobj_attribute hpc_attr_backend = __ATTR_RO(backend);
+static struct kobj_attribute hpc_attr_backend = __ATTR_RW(backend);
 static struct kobj_attribute hpc_attr_prio_range = __ATTR_RO(prio_range);
 static struct kobj_attribute hpc_attr_smt_pairs = __ATTR_RO(smt_pairs);
 

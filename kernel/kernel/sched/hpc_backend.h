@@ -22,7 +22,11 @@ struct hpc_backend {
 	struct hpc_prio_range	range;
 	/* Boot (sched_init()): per-runqueue state. */
 	void (*init_rq)(struct rq *rq, int cpu);
-	/* @p starts a compute phase on @rq's CPU (wakeup or switch-in). */
+	/*
+	 * @p starts a compute phase on @rq's CPU (wakeup or switch-in);
+	 * HPC_PRIO_OFF while the mechanism is switched off (backend "none"):
+	 * run as an ordinary thread, release whatever is held.
+	 */
 	void (*apply)(struct rq *rq, struct task_struct *p, u32 prio);
 	/* @p left @rq's SCHED_HPC tasks (sleep, migration, exit, policy). */
 	void (*reset)(struct rq *rq, struct task_struct *p);

@@ -187,15 +187,17 @@ static enum hrtimer_restart hpc_emul_expiry_fn(struct hrtimer *timer)
 	return ret;
 }
 
+/* HPC_PRIO_OFF (the mechanism is off): not busy, nothing held back. */
 static void hpc_emul_apply(struct rq *rq, struct task_struct *p, u32 prio)
 {
 	rq->hpc.emul_prio = prio;
-	hpc_emul_publish(rq, HPC_EMUL_BUSY | (prio & HPC_EMUL_PRIO_MASK));
+	hpc_emul_publish(rq, prio ? HPC_EMUL_BUSY |
+			 (prio & HPC_EMUL_PRIO_MASK) : 0);
 }
 
 static void hpc_emul_reset(struct rq *rq, struct task_struct *p)
 {
-	if (rq->hpc.nr_queued)
+	if (rq->hpc.nr_queued && rq->hpc.emul_prio)
 		hpc_emul_publish(rq, HPC_EMUL_BUSY | rq->hpc.emul_prio);
 	else
 		hpc_emul_publish(rq, 0);

@@ -312,13 +312,11 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 }
 
 /*
- * What the detector says of a sibling (snapshot @peer) whose judged
- * iteration computed @run at utilisation @util, after an iteration at
- * @before (HPC_UTIL_SCALE if none, or if it computed nothing): its class,
- * with HPC_PEER_RAISED when it runs above min_prio or ran the judged
- * iteration above it (@closed: its last closed iteration, run at
- * prev_prio; a pair that steps down from (5, 5) one task after the other
- * comes down to (4, 4), not (4, 5)). A low iteration is a wait for us only
+ * What the detector says of a sibling whose judged iteration computed @run
+ * at utilisation @util, after an iteration at @before (HPC_UTIL_SCALE if
+ * none, or if it computed nothing): its class, with HPC_PEER_RAISED when
+ * @prio, the priority it runs at or ran the judged iteration at, is above
+ * min_prio (see hpc_peer_closed()). A low iteration is a wait for us only
  * if (else MEDIUM) it computed something (at least min_wait_us: back-to-back
  * waits, e.g. MPI's start-up, are communication, not a share of a compute
  * phase), and
@@ -334,14 +332,12 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
  *   wait that lasts): one noisy iteration of a balanced pair starts no
  *   lead.
  */
-static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
-			   u32 before, bool closed, const struct hpc_params *p)
+static int hpc_peer_judged(u32 prio, u64 run, u32 util, u32 before,
+			   const struct hpc_params *p)
 {
 	u32 low = p->low_util * (HPC_UTIL_SCALE / 100);
 	int class = hpc_classify(util, p);
-	int raised = peer->prio > p->min_prio ||
-		     (closed && peer->prev_prio > p->min_prio) ?
-		     HPC_PEER_RAISED : 0;
+	int raised = prio > p->min_prio ? HPC_PEER_RAISED : 0;
 
 	if (class != HPC_CLASS_LOW)
 		return class | raised;
@@ -355,6 +351,21 @@ static int hpc_peer_judged(const struct hpc_task *peer, u64 run, u32 util,
 	if (before >= low)
 		return class | HPC_PEER_UNSURE;
 	return class;
+}
+
+/*
+ * hpc_peer_judged() of the last closed iteration of a sibling (snapshot
+ * @peer), raised if it runs above min_prio or ran that iteration (at
+ * prev_prio) above it: a pair that steps down from (5, 5) one task after
+ * the other comes down to (4, 4), not (4, 5).
+ */
+static int hpc_peer_closed(const struct hpc_task *peer,
+			   const struct hpc_params *p)
+{
+	u32 prio = peer->prio > peer->prev_prio ? peer->prio : peer->prev_prio;
+
+	return hpc_peer_judged(prio, peer->last_run, peer->last_util,
+			       peer->prev_util, p);
 }
 
 /*
@@ -485,6 +496,46 @@ int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
 }
 
 /*
+ * How long a task computes without a wait before its pair is taken for a
+ * busy one (hpc_pair_busy()): HPC_BUSY_PAIR_NS, or twice its last iteration
+ * if that is longer.
+ */
+static u64 hpc_busy_horizon(const struct hpc_task *t)
+{
+	u64 twice = 2 * (t->last_run + t->last_wait);
+
+	return twice > HPC_BUSY_PAIR_NS ? twice : HPC_BUSY_PAIR_NS;
+}
+
+/*
+ * Neither @t nor its sibling @peer has waited for a whole horizon
+ * (hpc_busy_horizon()): nobody waits for anybody, so nothing justifies a
+ * lead. Rule 5 of hpc_decide() keeps a busy pair where it is, which holds
+ * the lead of a pair balanced by it: there the light task still waits, a
+ * little, in every iteration. Tasks that never wait at all (their lead, if
+ * any, was taken on a start-up wait) are equal: a raised @t steps down one
+ * priority per horizon, back to min_prio. Returns 1 if it did.
+ */
+static int hpc_pair_busy(struct hpc_task *t, u64 now,
+			 const struct hpc_params *p,
+			 const struct hpc_task *peer)
+{
+	u64 horizon = hpc_busy_horizon(t);
+
+	if (t->prio <= p->min_prio || t->state != HPC_TASK_RUNNABLE ||
+	    peer->state != HPC_TASK_RUNNABLE ||
+	    hpc_since(now, t->iter_start) < horizon ||
+	    hpc_since(now, peer->iter_start) < hpc_busy_horizon(peer) ||
+	    hpc_since(now, t->judged_at) < horizon)
+		return 0;
+	t->judged_at = now;
+	t->nr_judged++;
+	t->prev_prio = t->prio;
+	t->prio = hpc_clamp(t->prio - 1, p);
+	return 1;
+}
+
+/*
  * The task on the sibling context (snapshot @peer) has closed an iteration.
  * A task on the critical path never waits, so its own iterations never close
  * and it would never be judged. It is judged here instead, without closing
@@ -498,7 +549,8 @@ int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
  * waits regularly, only with a longer period than its sibling, is judged at
  * its own wake-ups, not mid-compute (where its live utilisation would look
  * high whatever its real one). Idempotent: each sibling iteration judges @t
- * at most once (t->judged_at).
+ * at most once (t->judged_at). Before all this, a raised @t of a busy
+ * pair gives its lead back (hpc_pair_busy()).
  * Returns 1 if @t was judged (t->prio may have changed), 0 otherwise.
  */
 int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
@@ -509,6 +561,8 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 	u32 live, global;
 	int peer_class;
 
+	if (hpc_pair_busy(t, now, p, peer))
+		return 1;
 	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter ||
 	    now < peer->iter_start || t->judged_at == peer->iter_start)
 		return 0;
@@ -523,8 +577,7 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 	hpc_task_tick(t, now);
 	live = hpc_util(t->cur_run, open);
 	global = hpc_util(t->sum_run + t->cur_run, t->sum_total + open);
-	peer_class = hpc_peer_judged(peer, peer->last_run, peer->last_util,
-				     peer->prev_util, true, p);
+	peer_class = hpc_peer_closed(peer, p);
 	hpc_phase_reset(t, HPC_CLASS_NONE, peer_class);
 	t->heur_util = hpc_heur_util(p, t->global_util, t->nr_iter, global,
 				     live, hpc_phase_mean(t, live));
@@ -566,8 +619,7 @@ int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 	u32 before;
 
 	if (peer->nr_iter && peer->iter_start >= since)
-		return hpc_peer_judged(peer, peer->last_run, peer->last_util,
-				       peer->prev_util, true, p);
+		return hpc_peer_closed(peer, p);
 
 	run = peer->cur_run;
 	if (peer->state == HPC_TASK_RUNNABLE)
@@ -577,5 +629,5 @@ int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
 		return HPC_CLASS_NONE;
 	before = peer->nr_iter && peer->last_run >= (u64)p->min_wait_us * 1000 ?
 		 peer->last_util : HPC_UTIL_SCALE;
-	return hpc_peer_judged(peer, run, hpc_util(run, total), before, false, p);
+	return hpc_peer_judged(peer->prio, run, hpc_util(run, total), before, p);
 }

@@ -14,7 +14,9 @@
  * hardware priority the task runs its next compute phase with. A task on the
  * critical path never waits, so its iteration never closes: it is judged,
  * without closing anything, each time its SMT sibling closes an iteration it
- * computed through (hpc_task_sibling_judge(), called from the tick).
+ * computed through (hpc_task_sibling_judge(), called from the tick). A pair
+ * of tasks neither of which waits is equal: a lead one of them took is
+ * given back (hpc_task_sibling_judge() again).
  *
  * See Documentation/scheduler/sched-hpc-policy.rst for the rule.
  */
@@ -123,6 +125,12 @@ int hpc_heuristic_lookup(const char *name);
  * beyond it, its mean moves by 1/HPC_PHASE_MAX_NR of each new one.
  */
 #define HPC_PHASE_MAX_NR	1000
+
+/*
+ * A task that computes this long without a wait, beside a sibling that does
+ * the same, is one of a busy pair (see hpc_task_sibling_judge()).
+ */
+#define HPC_BUSY_PAIR_NS	1000000000ULL
 
 /* Task states for the accounting. */
 #define HPC_TASK_RUNNABLE	0

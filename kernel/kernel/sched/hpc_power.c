@@ -96,7 +96,9 @@ static void hpc_power_apply(struct rq *rq, struct task_struct *p, u32 prio)
 	/* Kernel threads never return to user space. */
 	if (p->flags & PF_KTHREAD)
 		return;
-	prio = clamp(prio, HPC_POWER_PRIO_MIN, HPC_POWER_PRIO_MAX);
+	/* HPC_PRIO_OFF (the mechanism is off): an ordinary thread's. */
+	prio = prio ? clamp(prio, HPC_POWER_PRIO_MIN, HPC_POWER_PRIO_MAX) :
+		      HPC_PRIO_NORMAL;
 	WRITE_ONCE(p->thread.hpc_ppr,
 		   (unsigned long)prio << HPC_POWER_PPR_SHIFT);
 }

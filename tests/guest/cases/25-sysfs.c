@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * 25-sysfs: /sys/kernel/sched_hpc/ knobs of the class (the SMT emulation
- * backend's own, backend and emul_period_us, are in 26-sysfs-emul).
+ * backend's own, emul_period_us, and the backend switch are in
+ * 26-sysfs-emul).
  *
  * Every file readable (also by an unprivileged user), modes per the ABI,
  * defaults per the ABI, read-only files reject writes, each kind of bad
@@ -17,7 +18,7 @@ static const char *const rw_knobs[] = {
 	"low_util", "high_util", "min_prio", "max_prio", "global_weight",
 	"last_weight", "heuristic", "min_wait_us", "queue", "timeslice_us",
 };
-static const char *const ro_knobs[] = { "backend", "prio_range", "smt_pairs" };
+static const char *const ro_knobs[] = { "prio_range", "smt_pairs" };
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 /* A snapshot of every knob, to prove that a rejected write changed nothing. */
@@ -128,7 +129,7 @@ static void test_defaults(void)
 	}
 }
 
-/* backend, prio_range, smt_pairs; returns the backend's range. */
+/* prio_range, smt_pairs; returns the backend's range. */
 static void test_readonly(int *pmin, int *pmax)
 {
 	char buf[256], want[256];

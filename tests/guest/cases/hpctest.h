@@ -348,6 +348,11 @@ static const struct knob_default knob_defaults[] = {
 	{ "queue", "rr" },
 	{ "timeslice_us", "100000" },
 	{ "emul_period_us", "10000" },
+#if defined(__x86_64__) || defined(__i386__)
+	{ "backend", "x86-smt-emul" },
+#elif defined(__powerpc64__)
+	{ "backend", "power-smt" },
+#endif
 };
 #define NR_KNOB_DEFAULTS (int)(sizeof(knob_defaults) / sizeof(knob_defaults[0]))
 

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SCHED_HPC queue order, for the front ends that queue tasks: the kernel
+ * class and scx_hpc. Portable like the policy core (see hpc_types.h).
+ *
+ * Round-robin: a task's virtual time is the CPU time it has received, and a
+ * CPU runs its least first. A task that computes for a whole time slice has
+ * the most and goes behind the others: plain round-robin among busy tasks.
+ * A task that wakes up is placed at most hpc_wake_credit() before the
+ * CPU's queue (its virtual time, the least of its tasks; it never goes
+ * back): an HPC task wakes up when the message it waited for arrived, and
+ * is the task the others wait for, so it runs first, and preempts the task
+ * running there if that one is more than half the credit ahead and has run
+ * for half the credit since it was picked. Among the
+ * tasks that woke, the one whose last compute phase (hpc_task_burst()) was
+ * the shortest goes first: a short wait-compute cycle is not held up by
+ * longer ones. The credit is bounded, so a task that wakes up often cannot
+ * starve the busy ones: it gets its fair share of the CPU, not more. A
+ * task that moves to another CPU keeps its place relative to the queue
+ * (its virtual time minus the old queue's, plus the new one's).
+ *
+ * FIFO: no virtual time; tasks run in the order they became runnable and a
+ * waking task never preempts one of its class (SCHED_FIFO's rule).
+ */
+#ifndef _KERNEL_SCHED_HPC_QUEUE_H
+#define _KERNEL_SCHED_HPC_QUEUE_H
+
+#include "hpc_policy.h"
+
+/* The most a waking task is placed before its queue. */
+#define HPC_WAKE_CREDIT_NS	3000000ULL
+
+/* Virtual times wrap: compare them by their difference. */
+static inline bool hpc_vtime_before(u64 a, u64 b)
+{
+	return (s64)(a - b) < 0;
+}
+
+/* The credit of a waking task with time slice @slice_ns: at most half of it. */
+static inline u64 hpc_wake_credit(u64 slice_ns)
+{
+	return slice_ns / 2 < HPC_WAKE_CREDIT_NS ? slice_ns / 2 :
+						   HPC_WAKE_CREDIT_NS;
+}
+
+/*
+ * The compute phase of @t that ended when it woke up: the one its wake-up
+ * closed (its last t_R), or the one that goes on after a wait too short
+ * to close it.
+ */
+static inline u64 hpc_task_burst(const struct hpc_task *t)
+{
+	return t->cur_run ? t->cur_run : t->last_run;
+}
+
+/*
+ * The virtual time to queue a task at that becomes runnable with @vtime on
+ * a queue at @queue_vtime, having woken up after a compute phase of
+ * @burst_ns (0 if it did not wake up): within
+ * [queue - credit + min(burst, credit), queue + slice].
+ */
+static inline u64 hpc_queue_vtime(u64 vtime, u64 queue_vtime, u64 slice_ns,
+				  u64 burst_ns)
+{
+	u64 credit = hpc_wake_credit(slice_ns);
+	u64 lo = queue_vtime - credit + (burst_ns < credit ? burst_ns : credit);
+	u64 hi = queue_vtime + slice_ns;
+
+	if (hpc_vtime_before(vtime, lo))
+		return lo;
+	if (hpc_vtime_before(hi, vtime))
+		return hi;
+	return vtime;
+}
+
+/*
+ * Does a task queued at @woken preempt the running one, now at @curr and
+ * that has run @ran_ns since it was picked? Only if it is ahead by more
+ * than half the credit, and the running task has had half the credit: two
+ * tasks that wake each other (a sender and its receiver) do not switch at
+ * every message.
+ */
+static inline bool hpc_wake_preempts(u64 woken, u64 curr, u64 ran_ns,
+				     u64 slice_ns)
+{
+	u64 gran = hpc_wake_credit(slice_ns) / 2;
+
+	return ran_ns >= gran && hpc_vtime_before(woken + gran, curr);
+}
+
+/* The queue's virtual time never goes back: @least if that is later. */
+static inline u64 hpc_queue_advance(u64 queue_vtime, u64 least)
+{
+	return hpc_vtime_before(queue_vtime, least) ? least : queue_vtime;
+}
+
+#endif /* _KERNEL_SCHED_HPC_QUEUE_H */

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the SCHED_HPC queue order (hpc_queue.h): where a task that
+ * becomes runnable is queued, and when a woken task preempts.
+ */
+#include "hpc_test.h"
+#include "hpc_queue.h"
+
+/* Virtual times compare by their difference, across the wrap. */
+static void vtime_order_wraps(void **state)
+{
+	assert_true(hpc_vtime_before(1, 2));
+	assert_false(hpc_vtime_before(2, 2));
+	assert_false(hpc_vtime_before(3, 2));
+	assert_true(hpc_vtime_before(~0ULL - 5, 3));
+	assert_false(hpc_vtime_before(3, ~0ULL - 5));
+	(void)state;
+}
+
+/* The credit: half the slice, at most HPC_WAKE_CREDIT_NS. */
+static void wake_credit(void **state)
+{
+	assert_int_equal(hpc_wake_credit(MS(100)), HPC_WAKE_CREDIT_NS);
+	assert_int_equal(hpc_wake_credit(MS(1)), US(500));
+	assert_int_equal(hpc_wake_credit(0), 0);
+	(void)state;
+}
+
+/*
+ * A task that becomes runnable goes within [queue - credit, queue + slice]:
+ * a long sleeper gets the credit and no more, a task from a busier queue
+ * at most one slice behind, anything between keeps its virtual time.
+ */
+static void queue_vtime_clamps(void **state)
+{
+	u64 q = MS(1000), slice = MS(100), credit = HPC_WAKE_CREDIT_NS;
+
+	assert_int_equal(hpc_queue_vtime(0, q, slice, 0), q - credit);
+	assert_int_equal(hpc_queue_vtime(q - credit - 1, q, slice, 0), q - credit);
+	assert_int_equal(hpc_queue_vtime(q - 1, q, slice, 0), q - 1);
+	assert_int_equal(hpc_queue_vtime(q + MS(50), q, slice, 0), q + MS(50));
+	assert_int_equal(hpc_queue_vtime(q + slice + 1, q, slice, 0), q + slice);
+	assert_int_equal(hpc_queue_vtime(~0ULL, q, slice, 0), q - credit);
+	/* The shorter the compute phase before the wake-up, the earlier. */
+	assert_int_equal(hpc_queue_vtime(0, q, slice, US(20)), q - credit + US(20));
+	assert_int_equal(hpc_queue_vtime(0, q, slice, MS(1)), q - credit + MS(1));
+	assert_int_equal(hpc_queue_vtime(0, q, slice, MS(50)), q);
+
+	/* Near 0 the bounds wrap and still order right. */
+	assert_int_equal(hpc_queue_vtime(0 - MS(10), 0, slice, 0), 0 - credit);
+	assert_int_equal(hpc_queue_vtime(5, 0, slice, 0), 5);
+	assert_int_equal(hpc_queue_vtime(MS(200), 0, slice, 0), slice);
+	(void)state;
+}
+
+/*
+ * hpc_task_burst(): the compute phase a wake-up closed, or the open one
+ * after a wait too short to close it.
+ */
+static void task_burst(void **state)
+{
+	struct hpc_params p;
+	struct hpc_task t;
+	u64 now = 0;
+
+	hpc_params_default(&p);
+	hpc_task_init(&t, 0, &p);
+	run_iter(&t, &now, US(20), MS(1), &p, HPC_CLASS_NONE);
+	assert_int_equal(hpc_task_burst(&t), US(20));
+	run_iter(&t, &now, MS(2), US(10), &p, HPC_CLASS_NONE);
+	assert_int_equal(hpc_task_burst(&t), MS(2) + US(10));
+	(void)state;
+}
+
+/*
+ * A woken task preempts only when ahead by more than half its credit, and
+ * once the running task has run for half the credit since it was picked.
+ */
+static void wake_preempts(void **state)
+{
+	u64 slice = MS(100), half = HPC_WAKE_CREDIT_NS / 2;
+
+	assert_true(hpc_wake_preempts(MS(10), MS(10) + half + 1, half, slice));
+	assert_false(hpc_wake_preempts(MS(10), MS(10) + half, half, slice));
+	assert_false(hpc_wake_preempts(MS(10), MS(10), half, slice));
+	assert_false(hpc_wake_preempts(MS(11), MS(10), half, slice));
+	/* Far ahead, but the running task has only just started. */
+	assert_false(hpc_wake_preempts(MS(10), MS(50), half - 1, slice));
+	/* A woken long sleeper beside a task that is a slice ahead. */
+	assert_true(hpc_wake_preempts(hpc_queue_vtime(0, MS(10), slice, US(100)),
+				      MS(10), MS(2), slice));
+	(void)state;
+}
+
+/* The queue's virtual time never goes back. */
+static void queue_advance(void **state)
+{
+	assert_int_equal(hpc_queue_advance(MS(5), MS(7)), MS(7));
+	assert_int_equal(hpc_queue_advance(MS(7), MS(5)), MS(7));
+	assert_int_equal(hpc_queue_advance(~0ULL - 1, 2), 2);
+	(void)state;
+}
+
+/*
+ * The rule bounds a waking task's advantage. Two tasks on one queue: one
+ * busy, one that sleeps (for no time) after every 100 us of run and wakes
+ * again at once, the queue run as the kernel class runs it: the least
+ * virtual time is picked, the running task keeps the CPU until its slice
+ * ends or a woken task preempts it. Each gets half the CPU, within 10 %.
+ */
+static void frequent_waker_gets_its_share(void **state)
+{
+	u64 slice = MS(100), step = US(100), q = 0, ran = 0, t;
+	u64 vt[2] = { 0, 0 }, got[2] = { 0, 0 };
+	int cur = 0;	/* 0: the busy task, 1: the waker */
+
+	for (t = 0; t < MS(1000); t += step) {
+		vt[cur] += step;
+		got[cur] += step;
+		ran += step;
+		if (cur == 1) {
+			/* it sleeps and wakes: queued against the queue */
+			vt[1] = hpc_queue_vtime(vt[1], q, slice, step);
+			cur = hpc_vtime_before(vt[0], vt[1]) ? 0 : 1;
+			ran = 0;
+		} else if (ran >= slice || hpc_wake_preempts(vt[1], vt[0], ran, slice)) {
+			cur = hpc_vtime_before(vt[0], vt[1]) ? 0 : 1;
+			ran = 0;
+		}
+		q = hpc_queue_advance(q, hpc_vtime_before(vt[0], vt[1]) ? vt[0] :
+									  vt[1]);
+	}
+	assert_true(got[0] > MS(450) && got[0] < MS(550));
+	assert_true(got[1] > MS(450) && got[1] < MS(550));
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(vtime_order_wraps),
+		cmocka_unit_test(wake_credit),
+		cmocka_unit_test(queue_vtime_clamps),
+		cmocka_unit_test(task_burst),
+		cmocka_unit_test(wake_preempts),
+		cmocka_unit_test(queue_advance),
+		cmocka_unit_test(frequent_waker_gets_its_share),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
