@@ -142,8 +142,10 @@ scx-guest-initrd: scx scx-hpcctl
 	@GUEST_EXTRA=$(SCX_ROOT):$(SCX_HPCCTL_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/guest-cases \
 		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd.gz
 
-# The benchmark: scx_hpc's per-event cost beside scx_simple's (bpf_stats), in
-# one boot; prints its table, asserts nothing about the numbers.
+# The benchmark: scx_hpc's per-event cost beside scx_simple's (bpf_stats),
+# then wake-up latency, hackbench and shares as normal, SCHED_HPC and
+# SCHED_EXT tasks (91-scx-wakemix.sh), in one boot; prints the tables,
+# asserts nothing about the numbers.
 scx-bench: kernel scx
 	@GUEST_EXTRA=$(SCX_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/bench-cases \
 		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd-bench.gz
@@ -151,6 +153,8 @@ scx-bench: kernel scx
 		--initrd $(SCX_OUT)/initrd-bench.gz --cases '9*-scx-*'
 	@sed -n 's/^# 90-scx-bench.sh: # //p' $(SCX_OUT)/bench-results/guest-scx-bench.log | \
 		tee $(SCX_OUT)/bench.txt
+	@sed -n 's/^# 91-scx-wakemix.sh: # wakemix: //p' $(SCX_OUT)/bench-results/guest-scx-bench.log | \
+		tee $(SCX_OUT)/bench-wakemix.txt
 
 scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \

@@ -23,9 +23,13 @@
  * wake-up, so a plain copy could be torn; the lock costs two atomics per
  * event and keeps the core's view of the sibling consistent).
  *
- * Queueing: one DSQ per CPU (id = CPU), FIFO order; RR with a tunable slice
- * (slice_us) or FIFO (infinite slice, a task runs until it sleeps or its
- * CPU is throttled). ops.select_cpu places an unpinned waking task on the
+ * Queueing: one DSQ per CPU (id = CPU), in the core's queue order
+ * (hpc_queue.h): RR with a tunable slice (slice_us), by virtual time, a
+ * waking task placed at most a small credit before the queue and
+ * preempting the running task (SCX_KICK_PREEMPT) when it is ahead by more
+ * than half of it; or FIFO (infinite slice, in the order the tasks became
+ * runnable, a task runs until it sleeps or its CPU is throttled).
+ * ops.select_cpu places an unpinned waking task on the
  * allowed CPU with the fewest queued + running HPC tasks, among those on
  * the emulated core with the fewest (prev CPU on a tie), as the kernel
  * class does; ops.dispatch pulls from the busiest other CPU's queue when
@@ -95,6 +99,7 @@ HPC_STATIC u32 hpc_smt_real_speed(u32 own, u32 sib);
 #include "../kernel/kernel/sched/hpc_policy.c"
 #include "../kernel/kernel/sched/hpc_smt.c"
 #pragma clang attribute pop
+#include "../kernel/kernel/sched/hpc_queue.h"
 #include "scx_hpc.h"
 
 
@@ -144,7 +149,9 @@ struct task_ctx {
 	u64 throttled_ns;
 	u64 run_start;
 	u64 run_ns;
-	u32 preempted;		/* FIFO: requeue at the head */
+	u64 vtime;		/* queue order (hpc_queue.h) */
+	s32 vtime_cpu;		/* the CPU whose queue vtime is relative to */
+	u32 preempted;		/* held back by the budget: keeps its place */
 };
 
 struct {
@@ -342,10 +349,12 @@ static void publish_info(struct task_struct *p, struct task_ctx *tc, s32 cpu,
 static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 {
 	struct scx_hpc_cpu *sc = get_cpu(cpu ^ 1);
+	struct scx_hpc_params *P = get_params();
 	bool sib_busy;
 	u32 speed;
 
-	if (!sc || !sc->online) {
+	/* backend none: the priorities are not applied, nothing held back */
+	if (!sc || !sc->online || !P || P->no_emul) {
 		c->budget_ns = per;
 		return per;
 	}
@@ -404,6 +413,63 @@ static void charge(struct scx_hpc_cpu *c, u64 now)
 		c->consumed_ns += now - c->run_start;
 		c->run_start = now;
 	}
+}
+
+/* --------------------------------------------------------------- queue */
+
+/*
+ * Queue @p on @cpu's DSQ in the order of hpc_queue.h. Round-robin: by
+ * virtual time, placed against @cpu's queue. FIFO: by the time it became
+ * runnable. A task its CPU's budget held back keeps its place.
+ */
+static __always_inline void queue_task(struct task_struct *p,
+				       struct task_ctx *tc,
+				       const struct scx_hpc_params *P,
+				       s32 cpu, u64 slice, u64 flags)
+{
+	struct scx_hpc_cpu *c = get_cpu(cpu);
+
+	if (!c || !tc) {
+		/* cannot happen; never lose a task */
+		scx_bpf_dispatch(p, SCX_DSQ_GLOBAL, slice, flags);
+		return;
+	}
+	if (tc->preempted) {
+		tc->preempted = 0;
+	} else if (P->fifo) {
+		tc->vtime = bpf_ktime_get_ns();
+	} else {
+		struct scx_hpc_cpu *from = get_cpu(tc->vtime_cpu);
+
+		/* its place relative to the queue moves with it */
+		if (from && tc->vtime_cpu != cpu)
+			tc->vtime += c->vtime - from->vtime;
+		tc->vtime = hpc_queue_vtime(tc->vtime, c->vtime, slice,
+					    flags & SCX_ENQ_WAKEUP ?
+					    hpc_task_burst(&tc->t) : 0);
+	}
+	tc->vtime_cpu = cpu;
+	scx_bpf_dispatch_vtime(p, cpu, slice, tc->vtime, flags);
+}
+
+/*
+ * A task woke up onto @cpu's queue at @vtime: preempt the HPC task running
+ * there if hpc_wake_preempts() says so (round-robin only). Unlike the
+ * kernel class, no tick checks again later: a tick that ends the running
+ * task's slice for a woken task cut hackbench's slices to one tick and
+ * made it up to 4.6 times slower here (the woken task then runs at the
+ * running one's slice end, or when it sleeps).
+ */
+static void wake_preempt(s32 cpu, struct scx_hpc_cpu *c, u64 vtime, u64 slice)
+{
+	u64 now = bpf_ktime_get_ns();
+	u64 curr = c->cur_vtime + (now > c->cur_start ? now - c->cur_start : 0);
+
+	if (!c->running || c->throttled ||
+	    !hpc_wake_preempts(vtime, curr, now - c->cur_start, slice))
+		return;
+	__sync_fetch_and_add(&c->nr_wake_preempt, 1);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
 /* --------------------------------------------------------------- ops */
@@ -466,7 +532,7 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 	struct scx_hpc_params *P = get_params();
 	struct scx_hpc_cpu *c = get_cpu(cpu);
 	struct task_ctx *tc = get_task(p);
-	u64 slice, flags = enq_flags;
+	u64 slice;
 
 	if (!P || !c) {
 		/* cannot happen; never lose a task */
@@ -484,7 +550,7 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 			c->shed_skip = p->pid;
 		} else if (to != cpu && !core_load(to)) {
 			__sync_fetch_and_add(&c->nr_move, 1);
-			scx_bpf_dispatch(p, to, slice, enq_flags & ~SCX_ENQ_LAST);
+			queue_task(p, tc, P, to, slice, enq_flags & ~SCX_ENQ_LAST);
 			scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
 			return;
 		}
@@ -497,12 +563,9 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 	}
-	if (tc && tc->preempted) {
-		tc->preempted = 0;
-		if (P->fifo)
-			flags |= SCX_ENQ_HEAD;
-	}
-	scx_bpf_dispatch(p, cpu, slice, flags);
+	queue_task(p, tc, P, cpu, slice, enq_flags);
+	if ((enq_flags & SCX_ENQ_WAKEUP) && !P->fifo && tc)
+		wake_preempt(cpu, c, tc->vtime, slice);
 }
 
 void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
@@ -606,6 +669,17 @@ void BPF_STRUCT_OPS(hpc_running, struct task_struct *p)
 	c->cur_prio = task_prio(p, tc);
 	c->cur_pid = p->pid;
 	c->nr_running++;
+	if (tc->vtime_cpu != cpu) {
+		/* pulled from another CPU's queue: relative to this one now */
+		struct scx_hpc_cpu *from = get_cpu(tc->vtime_cpu);
+
+		if (from)
+			tc->vtime += c->vtime - from->vtime;
+		tc->vtime_cpu = cpu;
+	}
+	c->vtime = hpc_queue_advance(c->vtime, tc->vtime);
+	c->cur_vtime = tc->vtime;
+	c->cur_start = now;
 	if (tc->throttled_at) {
 		tc->throttled_ns += now - tc->throttled_at;
 		tc->throttled_at = 0;
@@ -648,6 +722,8 @@ void BPF_STRUCT_OPS(hpc_stopping, struct task_struct *p, bool runnable)
 	if (now > tc->run_start) {
 		tc->run_ns += now - tc->run_start;
 		c->run_ns += now - tc->run_start;
+		if (!P->fifo)
+			tc->vtime += now - tc->run_start;
 	}
 	if (c->throttled && runnable) {
 		tc->throttled_at = now;

@@ -91,11 +91,23 @@ std::string read_file(const std::string &path)
 
 // ------------------------------------------------------------ knobs
 
+// The mechanism: the SMT emulation by bandwidth, or none (the priorities
+// are decided and reported, not applied), as the kernel class's backend.
+constexpr const char *kBackendEmul = "x86-smt-emul";
+
 // Apply KEY=VALUE (sysfs names) to @sp. Core knobs go through params_text;
-// timeslice_us, emul_period_us and queue are the scheduler's own.
+// timeslice_us, emul_period_us, queue and backend are the scheduler's own.
 bool apply_knob(scx_hpc_params &sp, const std::string &key, const std::string &val,
 		std::string &err)
 {
+	if (key == "backend") {
+		if (val != kBackendEmul && val != "none") {
+			err = key + "=" + val + ": must be " + kBackendEmul + " or none";
+			return false;
+		}
+		sp.no_emul = val == "none";
+		return true;
+	}
 	if (hpc::is_sched_knob(key)) {
 		uint32_t v;
 		if (!hpc::parse_sched_knob(key, val, v, err))
@@ -311,7 +323,7 @@ std::string json_str(const char *s, size_t max)
 void print_stats(const Stats &s, bool json)
 {
 	uint64_t nr_running = 0, nr_iter = 0, nr_sib = 0, nr_thr = 0, thr_ns = 0, nr_steal = 0,
-		 nr_direct = 0, nr_kick = 0, nr_move = 0;
+		 nr_direct = 0, nr_kick = 0, nr_move = 0, nr_wake = 0;
 	for (auto &c : s.cpus) {
 		nr_running += c.nr_running;
 		nr_iter += c.nr_iter;
@@ -322,31 +334,35 @@ void print_stats(const Stats &s, bool json)
 		nr_direct += c.nr_direct;
 		nr_kick += c.nr_kick;
 		nr_move += c.nr_move;
+		nr_wake += c.nr_wake_preempt;
 	}
 	std::string state = read_file(std::string(SCX_SYSFS) + "/state");
 	if (json) {
 		std::printf("{\"state\":\"%s\",\"ops\":\"%s\",\"tasks\":%llu,\"live_tasks\":%llu,"
 			    "\"running\":%llu,\"iterations\":%llu,\"sibling_judged\":%llu,"
 			    "\"throttles\":%llu,\"throttled_ns\":%llu,\"steals\":%llu,"
-			    "\"moves\":%llu,\"direct\":%llu,\"kicks\":%llu,"
+			    "\"moves\":%llu,\"direct\":%llu,\"kicks\":%llu,\"wake_preempts\":%llu,"
 			    "\"params\":{\"low_util\":%u,\"high_util\":%u,\"min_prio\":%u,"
 			    "\"max_prio\":%u,\"global_weight\":%u,\"last_weight\":%u,"
 			    "\"heuristic\":\"%s\",\"min_wait_us\":%u,\"timeslice_us\":%u,"
-			    "\"emul_period_us\":%u,\"queue\":\"%s\"},\"cpus\":[",
+			    "\"emul_period_us\":%u,\"queue\":\"%s\",\"backend\":\"%s\"},"
+			    "\"cpus\":[",
 			    state.c_str(), read_file(std::string(SCX_SYSFS) + "/root/ops").c_str(),
 			    (unsigned long long)s.nr_tasks, (unsigned long long)s.nr_live,
 			    (unsigned long long)nr_running, (unsigned long long)nr_iter,
 			    (unsigned long long)nr_sib, (unsigned long long)nr_thr,
 			    (unsigned long long)thr_ns, (unsigned long long)nr_steal,
 			    (unsigned long long)nr_move, (unsigned long long)nr_direct,
-			    (unsigned long long)nr_kick, s.params.core.low_util,
-			    s.params.core.high_util, s.params.core.min_prio, s.params.core.max_prio,
-			    s.params.core.global_weight, s.params.core.last_weight,
+			    (unsigned long long)nr_kick, (unsigned long long)nr_wake,
+			    s.params.core.low_util, s.params.core.high_util, s.params.core.min_prio,
+			    s.params.core.max_prio, s.params.core.global_weight,
+			    s.params.core.last_weight,
 			    s.params.core.heuristic < HPC_HEUR_NR
 				    ? hpc_heuristic_names[s.params.core.heuristic]
 				    : "?",
 			    s.params.core.min_wait_us, s.params.slice_us, s.params.period_us,
-			    s.params.fifo ? "fifo" : "rr");
+			    s.params.fifo ? "fifo" : "rr",
+			    s.params.no_emul ? "none" : kBackendEmul);
 		for (size_t i = 0; i < s.cpus.size(); i++) {
 			auto &c = s.cpus[i];
 			std::printf(
@@ -362,12 +378,13 @@ void print_stats(const Stats &s, bool json)
 	} else {
 		std::printf("scx_hpc: state=%s tasks=%llu/%llu iter=%llu sib_judged=%llu "
 			    "throttles=%llu throttled=%.1fms steals=%llu moves=%llu direct=%llu "
-			    "kicks=%llu\n",
+			    "kicks=%llu wake_preempts=%llu\n",
 			    state.c_str(), (unsigned long long)s.nr_live,
 			    (unsigned long long)s.nr_tasks, (unsigned long long)nr_iter,
 			    (unsigned long long)nr_sib, (unsigned long long)nr_thr, thr_ns / 1e6,
 			    (unsigned long long)nr_steal, (unsigned long long)nr_move,
-			    (unsigned long long)nr_direct, (unsigned long long)nr_kick);
+			    (unsigned long long)nr_direct, (unsigned long long)nr_kick,
+			    (unsigned long long)nr_wake);
 		for (size_t i = 0; i < s.cpus.size(); i++) {
 			auto &c = s.cpus[i];
 			std::printf("  cpu%-2zu %s%s prio=%u pid=%u run=%.1fms throttles=%llu "
@@ -782,7 +799,10 @@ int main(int argc, char **argv)
 	auto knob = [&](const char *flag, const char *name, const std::string &help) {
 		app.add_option_function<std::string>(
 			   flag, [&knobs, name](const std::string &v) { knobs[name] = v; }, help)
-			->type_name(name[0] == 'h' && name[1] == 'e' ? "NAME" : "N");
+			->type_name(std::string(name) == "heuristic" ||
+						    std::string(name) == "backend"
+					    ? "NAME"
+					    : "N");
 	};
 	knob("--low-util", "low_util", "percent below which a task is low (default 65)");
 	knob("--high-util", "high_util", "percent above which a task is high (default 85)");
@@ -798,6 +818,10 @@ int main(int argc, char **argv)
 	knob("--slice-us", "timeslice_us", "RR time slice, 1000..1000000 (default 100000)");
 	knob("--period-us", "emul_period_us",
 	     "bandwidth period of the SMT emulation, 1000..1000000 (default 10000)");
+	knob("--backend", "backend",
+	     std::string(kBackendEmul) +
+		     " (default: the SMT emulation by bandwidth) or none (priorities decided, "
+		     "not applied)");
 	bool fifo = false, json = false, stats_once = false, dump = false, pinfo = false;
 	bool quiet = false, when_idle = false;
 	double duration = 0;

@@ -19,6 +19,7 @@ struct scx_hpc_params {
 	u32 slice_us;		/* RR time slice */
 	u32 period_us;		/* bandwidth period of the SMT emulation */
 	u32 fifo;		/* 1: FIFO (run until sleep), 0: RR */
+	u32 no_emul;		/* 1: backend none, no SMT emulation (no budget) */
 	u32 gen;		/* bumped by every writer */
 };
 
@@ -40,6 +41,9 @@ struct scx_hpc_cpu {
 	u32 shed_to;		/* core balance: requeue the running task on CPU shed_to - 1 */
 	u32 shed_skip;		/* pid whose affinity refused the last request */
 	u32 pad;
+	u64 vtime;		/* the queue's virtual time (hpc_queue.h) */
+	u64 cur_vtime;		/* the running task's virtual time at its start */
+	u64 cur_start;		/* when the running task started */
 	/* counters */
 	u64 nr_running;		/* ops.running calls */
 	u64 nr_iter;		/* iterations closed on wake-up */
@@ -51,6 +55,7 @@ struct scx_hpc_cpu {
 	u64 nr_kick;		/* period-timer kicks */
 	u64 run_ns;		/* HPC task run time on this CPU */
 	u64 nr_move;		/* running tasks moved from here to an idle core */
+	u64 nr_wake_preempt;	/* waking tasks that preempted the running one */
 };
 
 /* What the loader shows of each task (LRU hash keyed by pid). Updated when
