@@ -9,7 +9,9 @@
 #                 ~15 min on 2 CPUs);
 #                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
 #                 then Open MPI beside MPICH (bench-mpich, tools/mpich.mk);
-#                 then scx_hpc beside scx_simple in the QEMU guest (bench-scx:
+#                 then scx_hpc beside scx_simple in the QEMU guest, and wake-up
+#                 latency, hackbench and shares of normal, SCHED_HPC and
+#                 SCHED_EXT tasks (bench-scx:
 #                 make scx-bench, sched_ext/scx.mk) when the guest kernel image
 #                 is there, its ratios appended to the summary; skipped (and
 #                 said why) without it
@@ -40,8 +42,10 @@ bench-scx:
 			tee -a $(BENCH_DIR)/summary.txt; \
 	else \
 		echo "== scx_hpc vs scx_simple (make scx-bench; log in $(BENCH_DIR)/scx-bench.log)"; \
-		rm -f $(SCX_OUT)/bench.txt; \
+		rm -f $(SCX_OUT)/bench.txt $(SCX_OUT)/bench-wakemix.txt; \
 		$(MAKE) --no-print-directory scx-bench >$(BENCH_DIR)/scx-bench.log 2>&1 || \
 			{ tail -n 20 $(BENCH_DIR)/scx-bench.log >&2; echo "bench: make scx-bench failed" >&2; exit 1; }; \
 		/usr/bin/python3 bench/summary.py --scx $(SCX_OUT)/bench.txt | tee -a $(BENCH_DIR)/summary.txt; \
+		{ echo "wake-up latency, hackbench and shares: normal, SCHED_HPC, SCHED_EXT (91-scx-wakemix.sh):"; \
+		  grep -A6 '^medians' $(SCX_OUT)/bench-wakemix.txt; } | tee -a $(BENCH_DIR)/summary.txt; \
 	fi

@@ -232,7 +232,12 @@ void kernel_set(const Opts &o, const std::vector<std::string> &kv)
 			uint32_t n;
 			if (!hpc::parse_sched_knob(k, v, n, err))
 				fail(kBadSetting, err);
-		} else if (k == "backend" || k == "prio_range" || k == "smt_pairs") {
+		} else if (k == "backend") {
+			if (v != "none" && v != "x86-smt-emul" && v != "power-smt")
+				fail(kBadSetting, "backend=" + v +
+							  ": must be none or the kernel's backend "
+							  "(x86-smt-emul, power-smt)");
+		} else if (k == "prio_range" || k == "smt_pairs") {
 			fail(kBadSetting, k + " is read-only");
 		} else {
 			fail(kBadSetting, unknown_key(k, kernel_knobs()));
@@ -706,7 +711,7 @@ std::vector<std::string> scx_knobs()
 	std::vector<std::string> v;
 	for (int i = 0; i < HPC_P_NR; i++)
 		v.push_back(hpc_param_names[i]);
-	for (auto s : {"timeslice_us", "emul_period_us", "queue"})
+	for (auto s : {"timeslice_us", "emul_period_us", "queue", "backend"})
 		v.push_back(s);
 	return v;
 }
@@ -730,7 +735,7 @@ std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whol
 		if (std::find(known.begin(), known.end(), k) == known.end()) {
 			if (std::find(kDaemonKnobs.begin(), kDaemonKnobs.end(), k) !=
 				    kDaemonKnobs.end() ||
-			    k == "backend" || k == "prio_range" || k == "smt_pairs")
+			    k == "prio_range" || k == "smt_pairs")
 				fail(kBadSetting, k + " is not a knob of scx_hpc (scx_hpc has: " +
 							  fmt::format("{}", fmt::join(known, " ")) +
 							  ")");
@@ -738,7 +743,11 @@ std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whol
 		}
 		std::string err;
 		uint32_t n;
-		if (!hpc::is_sched_knob(k))
+		if (k == "backend") {
+			if (v != "x86-smt-emul" && v != "none")
+				fail(kBadSetting,
+				     "backend=" + v + ": must be x86-smt-emul or none");
+		} else if (!hpc::is_sched_knob(k))
 			core[k] = v;
 		else if (!hpc::parse_sched_knob(k, v, n, err))
 			fail(kBadSetting, err);
