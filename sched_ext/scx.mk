@@ -162,7 +162,10 @@ scx-guest-run: kernel scx-guest-initrd
 
 # With the loader built: hpcctl --backend scx's checks of the real loader
 # too (the hpcd suite skips them when make scx has not run).
-check-scx-host: kernel scx hpcd
+# scx is built with -j here (the suites' make runs without it), so that a
+# parallel build of libbpf and bpftool stays tested.
+check-scx-host: kernel hpcd
+	@$(MAKE) --no-print-directory -j$(JOBS) scx
 	@tests/run-suite scx-host -- bash -c '$(SCX_DIR)/tests/host-check $(SCX_OUT) && \
 		tools/hpcd/tests/hpcctl-scx.sh $(BUILD)/tools/hpcd $(SCX_BIN)/scx_hpc'
 
