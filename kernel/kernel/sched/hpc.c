@@ -304,7 +304,6 @@ static u32 hpc_task_prio(struct task_struct *p, const struct hpc_conf *c)
 	return hpc_task_clamp_prio(it, &c->p);
 }
 
-/* The core has decided: a task with a fixed priority keeps it. */
 /*
  * The priority the backend applies to @p: HPC_PRIO_OFF (run as an ordinary
  * thread) while the mechanism is off (backend "none").
@@ -314,6 +313,7 @@ static u32 hpc_mech_prio(struct task_struct *p, const struct hpc_conf *c)
 	return c->mech ? hpc_task_prio(p, c) : HPC_PRIO_OFF;
 }
 
+/* The core has decided: a task with a fixed priority keeps it. */
 static void hpc_keep_fixed(struct task_struct *p)
 {
 	if (p->rt_priority)
