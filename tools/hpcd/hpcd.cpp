@@ -136,6 +136,7 @@ private:
 	int launcher_above(int pid, bool mark);
 	void adopt_launched();
 	void announce(const Task &t);
+	void announce_moved();
 	void drop(int pid, const char *why);
 	void apply();
 	void weigh_group();
@@ -210,7 +211,11 @@ std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via
 	hpc_task_init(&t.t, since, &e.s.params);
 	log_.restart(t.pid);
 	log(fmt::format("{} ({}) rank {}: the monitor said hello", t.pid, t.name, rank));
+	// Its rank places it among the others (by rank): say where each is.
+	e.place();
 	announce(t);
+	announce_moved();
+	apply();
 	return "";
 }
 
@@ -305,18 +310,23 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	if (via == Via::Monitor && !up)
 		t.launched_by = launcher_above(pid, true);
 	e.place();
-	// A rank placed before those already announced (a lower rank said
-	// hello later) moves them: say where they are now.
-	for (auto &[p, o] : e.tasks)
-		if (auto it = announced_ctx_.find(p);
-		    it != announced_ctx_.end() && it->second != o.ctx)
-			announce(o);
+	announce_moved();
 	max_tasks_ = std::max(max_tasks_, e.active().size());
 	log(fmt::format("managing {} ({}) job {} rank {} in {}{}", pid, t.name, job, rank, t.cg,
 			t.launcher ? " (launcher)" : ""));
 	announce(t);
 	apply();
 	return "";
+}
+
+// A rank placed before those already announced (a lower rank said hello
+// later) moves them: say where they are now.
+void Daemon::announce_moved()
+{
+	for (auto &[p, o] : e.tasks)
+		if (auto it = announced_ctx_.find(p);
+		    it != announced_ctx_.end() && it->second != o.ctx)
+			announce(o);
 }
 
 // Tell the watchers (hpcctl run/trace) who a task is.
