@@ -91,21 +91,17 @@ std::string read_file(const std::string &path)
 
 // ------------------------------------------------------------ knobs
 
-// The mechanism: the SMT emulation by bandwidth, or none (the priorities
-// are decided and reported, not applied), as the kernel class's backend.
-constexpr const char *kBackendEmul = "x86-smt-emul";
-
 // Apply KEY=VALUE (sysfs names) to @sp. Core knobs go through params_text;
 // timeslice_us, emul_period_us, queue and backend are the scheduler's own.
 bool apply_knob(scx_hpc_params &sp, const std::string &key, const std::string &val,
 		std::string &err)
 {
 	if (key == "backend") {
-		if (val != kBackendEmul && val != "none") {
-			err = key + "=" + val + ": must be " + kBackendEmul + " or none";
+		// the SMT emulation by bandwidth, or none (priorities not applied)
+		uint32_t on;
+		if (!hpc::parse_emul_backend(val, on, err))
 			return false;
-		}
-		sp.no_emul = val == "none";
+		sp.no_emul = !on;
 		return true;
 	}
 	if (hpc::is_sched_knob(key)) {
@@ -362,7 +358,7 @@ void print_stats(const Stats &s, bool json)
 				    : "?",
 			    s.params.core.min_wait_us, s.params.slice_us, s.params.period_us,
 			    s.params.fifo ? "fifo" : "rr",
-			    s.params.no_emul ? "none" : kBackendEmul);
+			    s.params.no_emul ? "none" : hpc::kBackendEmul);
 		for (size_t i = 0; i < s.cpus.size(); i++) {
 			auto &c = s.cpus[i];
 			std::printf(
@@ -819,7 +815,7 @@ int main(int argc, char **argv)
 	knob("--period-us", "emul_period_us",
 	     "bandwidth period of the SMT emulation, 1000..1000000 (default 10000)");
 	knob("--backend", "backend",
-	     std::string(kBackendEmul) +
+	     std::string(hpc::kBackendEmul) +
 		     " (default: the SMT emulation by bandwidth) or none (priorities decided, "
 		     "not applied)");
 	bool fifo = false, json = false, stats_once = false, dump = false, pinfo = false;

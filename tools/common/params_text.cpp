@@ -152,4 +152,14 @@ std::string format_param(const hpc_params &p, int id)
 	return std::to_string(v);
 }
 
+bool parse_emul_backend(std::string_view val, uint32_t &out, std::string &err)
+{
+	if (val != kBackendEmul && val != "none") {
+		err = "backend=" + std::string(val) + ": must be " + kBackendEmul + " or none";
+		return false;
+	}
+	out = val == kBackendEmul;
+	return true;
+}
+
 } // namespace hpc

@@ -57,4 +57,13 @@ bool is_sched_knob(std::string_view key);
 // 1 (fifo). On error, returns false and says why in `err`.
 bool parse_sched_knob(std::string_view key, std::string_view val, uint32_t &out, std::string &err);
 
+// The SMT emulation's mechanism name, as the kernel class's backend knob
+// and scx_hpc's name it.
+inline constexpr const char *kBackendEmul = "x86-smt-emul";
+
+// Parse an emulating scheduler's backend knob (scx_hpc, hpcctl's check of
+// it): x86-smt-emul (out = 1) or none (out = 0). On error, returns false and
+// says why in `err`.
+bool parse_emul_backend(std::string_view val, uint32_t &out, std::string &err);
+
 } // namespace hpc

@@ -744,9 +744,8 @@ std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whol
 		std::string err;
 		uint32_t n;
 		if (k == "backend") {
-			if (v != "x86-smt-emul" && v != "none")
-				fail(kBadSetting,
-				     "backend=" + v + ": must be x86-smt-emul or none");
+			if (!hpc::parse_emul_backend(v, n, err))
+				fail(kBadSetting, err);
 		} else if (!hpc::is_sched_knob(k))
 			core[k] = v;
 		else if (!hpc::parse_sched_knob(k, v, n, err))
