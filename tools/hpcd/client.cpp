@@ -76,7 +76,7 @@ nlohmann::json ControlClient::call(const nlohmann::json &req)
 	}
 }
 
-int ControlClient::read_line(std::string &line, int timeout_ms)
+int ControlClient::read_line(std::string &line, int timeout_ms, int wake_fd)
 {
 	for (;;) {
 		size_t nl = buf_.find('\n');
@@ -87,11 +87,11 @@ int ControlClient::read_line(std::string &line, int timeout_ms)
 		}
 		if (fd_ < 0)
 			return -1;
-		pollfd p{fd_, POLLIN, 0};
-		int r = ::poll(&p, 1, timeout_ms);
+		pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+		int r = ::poll(p, wake_fd >= 0 ? 2 : 1, timeout_ms);
 		if (r < 0 && errno == EINTR)
 			return 0;
-		if (r == 0)
+		if (r == 0 || !p[0].revents)
 			return 0;
 		char b[65536];
 		ssize_t n = ::recv(fd_, b, sizeof b, MSG_DONTWAIT);

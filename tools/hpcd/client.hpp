@@ -18,9 +18,9 @@ public:
 	// Send a request and wait for its reply; throws std::runtime_error.
 	nlohmann::json call(const nlohmann::json &req);
 	// The next line of a stream (after a "watch" request): 1 and the line,
-	// 0 if none came within `timeout_ms`, -1 when hpcd closed the
-	// connection.
-	int read_line(std::string &line, int timeout_ms);
+	// 0 if none came within `timeout_ms` (< 0: no limit) or `wake_fd` (if
+	// >= 0) became readable first, -1 when hpcd closed the connection.
+	int read_line(std::string &line, int timeout_ms, int wake_fd = -1);
 	void close();
 
 private:

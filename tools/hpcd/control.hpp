@@ -21,8 +21,10 @@
 //           then the events with seq >= S (default: from now on), one per
 //           line, as they happen, until the connection closes; also
 //           {"event":"task",..} (task_event) when a task is adopted or
-//           described otherwise (a launcher's rank, now monitored); when hpcd
-//           exits: {"event":"end","reason":"..."}. The connection then
+//           described otherwise (a launcher's rank, now monitored);
+//           {"event":"released","pid":P} when hpcd lets a task go (it
+//           exited, or was removed); when hpcd exits:
+//           {"event":"end","reason":"..."}. The connection then
 //           answers no further request.
 // Errors: {"ok":false,"kind":"bad_key|bad_value|read_only|kernel_only|
 //          bad_request|failed","error":"why"}.

@@ -158,6 +158,19 @@ std::vector<Task *> Engine::active()
 	return a;
 }
 
+void Engine::start_monitored(Task &t, uint64_t since)
+{
+	t.monitored = true;
+	t.last_record_ns = since;
+	hpc_task_init(&t.t, since, &s.params);
+	// What /proc showed was MPI's start-up, and a polling wait looks busy
+	// there: not a load to weigh the rank by.
+	t.win.clear();
+	t.reported = false;
+	t.work_ns = 0;
+	t.work_records = 0;
+}
+
 bool Engine::needs_cgroups()
 {
 	return s.mode == Mode::SmtEmul || real_smt || (s.mode == Mode::Weight && weighing);
@@ -213,7 +226,7 @@ static uint64_t window_load(const Task &t)
 // Weight mode. No more tasks than CPUs: the kernel places them (there is
 // nothing to share), except on real SMT threads, where ranks 2k and 2k+1 are
 // the two threads of core k. More tasks than CPUs: until every rank has a
-// full window of iterations the kernel places them; then by measured load,
+// full window of monitored iterations the kernel places them; then by measured load,
 // a new placement only when it is more than 10 % better than the present
 // one (so that noise moves nobody). Loads within half of each other are
 // left to the kernel (once weighed, until within a quarter), with no weights
@@ -228,9 +241,13 @@ void Engine::place_weight(const std::vector<Task *> &a)
 			a[k]->cpu = real_smt ? cpus[k] : -1;
 		return;
 	}
+	// Loads known: a full window of each rank's monitored iterations. A rank
+	// sampled from /proc (no monitor) shows a polling wait as work, and its
+	// iterations are the sampler's, not the program's: weights and pins by
+	// those made balanced programs up to 2x slower than plain mpirun.
 	const size_t full = std::max(1u, s.window);
-	const bool known =
-		std::all_of(a.begin(), a.end(), [&](Task *x) { return x->win.size() >= full; });
+	const bool known = std::all_of(
+		a.begin(), a.end(), [&](Task *x) { return x->monitored && x->win.size() >= full; });
 	if (!ncpu || !known) {
 		weighing = false;
 		for (Task *x : a)

@@ -139,6 +139,9 @@ public:
 
 	Task &add(int pid, const std::string &name, const std::string &job, int rank, uint64_t now);
 	void remove(int pid);
+	// The monitor said hello for a task sampled from /proc until now: its
+	// iterations start again at `since`, its sampled loads forgotten.
+	void start_monitored(Task &t, uint64_t since);
 	// Recompute pairing and CPUs (after adds, removes, launcher marks, and
 	// in weight mode new loads).
 	void place();

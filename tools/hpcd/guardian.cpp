@@ -92,9 +92,12 @@ void Guardian::start(const Cgroups &cg)
 		sigprocmask(SIG_SETMASK, &none, nullptr);
 		::prctl(PR_SET_NAME, "hpcd-guardian");
 		// Everything else hpcd had open is not the guardian's business.
-		for (int fd = 3; fd < 1024; fd++)
-			if (fd != p[0])
-				::close(fd);
+		const unsigned keep = static_cast<unsigned>(p[0]);
+		if ((keep > 3 && ::close_range(3, keep - 1, 0) < 0) ||
+		    ::close_range(keep + 1, ~0U, 0) < 0)
+			for (int fd = 3; fd < 1024; fd++) // kernels before 5.9
+				if (fd != p[0])
+					::close(fd);
 		guardian_main(p[0], cg);
 		::_exit(0);
 	}

@@ -1040,36 +1040,52 @@ int scx_get(const Opts &o)
 	return kOk;
 }
 
-// Wait for the command, taking in hpcd's task events meanwhile (and for a
-// moment after it ends, or until hpcd's stream ends). Its status.
+// Wait for the command, taking in hpcd's task events meanwhile, until hpcd
+// says it released the command (its pidfd told it the command exited), its
+// stream ends, or, from an hpcd that says neither, 200 ms after the command
+// ended. The command's exit is seen at once (its pidfd), not at the next
+// look. Its status.
 int follow(ControlClient &watch, pid_t pid, Adoption &a)
 {
 	int status = -1;
 	uint64_t done_at = 0;
-	bool open = true;
-	while (!done_at || (open && mono_ns() < done_at + 200000000ull)) {
+	bool open = true, released = false;
+	const int pfd = open_pidfd(pid);
+	while (!done_at || (open && !released && mono_ns() < done_at + 200000000ull)) {
 		int st;
 		if (!done_at && ::waitpid(pid, &st, WNOHANG) == pid) {
 			status = exec_status(st);
 			done_at = mono_ns();
 			g_child = -1;
+			continue;
 		}
+		// Until the command ends, its pidfd wakes the wait (without one, a
+		// look every 50 ms); then the stream alone, until the deadline.
+		const int wake = done_at ? -1 : pfd;
+		const int timeout = wake >= 0 ? -1 : 50;
 		std::string line;
-		const int got = open ? watch.read_line(line, 50) : 0;
+		const int got = open ? watch.read_line(line, timeout, wake) : 0;
 		if (got < 0)
 			open = false;
-		else if (got == 0 && !open)
-			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		if (got < 0 || (got == 0 && !open)) {
+			// No stream: the command alone.
+			pollfd p{wake, POLLIN, 0};
+			::poll(&p, 1, timeout);
+		}
 		if (got <= 0)
 			continue;
 		try {
 			json ev = json::parse(line);
 			a.seen(ev);
-			open = ev.value("event", std::string()) != "end";
+			const std::string kind = ev.value("event", std::string());
+			open = kind != "end";
+			released = released || (kind == "released" && ev.value("pid", 0) == pid);
 		} catch (const json::exception &) {
 			fail(kFail, "run: hpcd sent a malformed event: " + line.substr(0, 80));
 		}
 	}
+	if (pfd >= 0)
+		::close(pfd);
 	return status;
 }
 

@@ -136,6 +136,7 @@ private:
 	int launcher_above(int pid, bool mark);
 	void adopt_launched();
 	void announce(const Task &t);
+	void released(int pid);
 	void announce_moved();
 	void drop(int pid, const char *why);
 	void apply();
@@ -169,6 +170,9 @@ private:
 	int cur_client_ = -1;
 	std::string end_reason_ = "hpcd exits";
 	std::map<int, ProcTracker> trackers_;
+	// pid -> its pidfd: a task's exit ends it at once, not at the next
+	// sample (hpcctl run returns when its command's last task has gone).
+	std::map<int, int> pidfds_;
 	std::map<int, std::vector<int>> orig_cpus_;
 	std::map<int, Quota> applied_q_;
 	std::map<int, uint32_t> applied_w_;
@@ -206,9 +210,7 @@ std::string Daemon::join_existing(Task &t, const std::string &job, int rank, Via
 	t.rank = rank;
 	if (!t.launched_by)
 		t.job = job;
-	t.monitored = true;
-	t.last_record_ns = since;
-	hpc_task_init(&t.t, since, &e.s.params);
+	e.start_monitored(t, since);
 	log_.restart(t.pid);
 	log(fmt::format("{} ({}) rank {}: the monitor said hello", t.pid, t.name, rank));
 	// Its rank places it among the others (by rank): say where each is.
@@ -305,6 +307,8 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	applied_q_[pid] = Quota{-1, e.s.period_us};
 	applied_w_[pid] = kWeightUnit;
 	had_task_ = true;
+	if (const int fd = open_pidfd(pid); fd >= 0)
+		pidfds_[pid] = fd;
 	// A rank whose launcher (mpirun, a wrapper) is managed: the launcher
 	// steps out of the pairing and gets its CPUs back.
 	if (via == Via::Monitor && !up)
@@ -327,6 +331,17 @@ void Daemon::announce_moved()
 		if (auto it = announced_ctx_.find(p);
 		    it != announced_ctx_.end() && it->second != o.ctx)
 			announce(o);
+}
+
+// Tell the watchers that hpcd no longer manages `pid` (hpcctl run: its
+// command has gone, nothing more will be said about it).
+void Daemon::released(int pid)
+{
+	if (watchers_.empty())
+		return;
+	const std::string line = json{{"event", "released"}, {"pid", pid}}.dump() + "\n";
+	for (int fd : watchers_)
+		clients_[fd].out += line;
 }
 
 // Tell the watchers (hpcctl run/trace) who a task is.
@@ -406,6 +421,11 @@ void Daemon::drop(int pid, const char *why)
 	applied_cpu_.erase(pid);
 	announced_ctx_.erase(pid);
 	in_cg_.erase(pid);
+	if (auto it = pidfds_.find(pid); it != pidfds_.end()) {
+		::close(it->second);
+		pidfds_.erase(it);
+	}
+	released(pid);
 	apply();
 	if (o_.exit_when_idle && had_task_ && e.tasks.empty() && running_) {
 		log("no task left: exiting (--exit-when-idle)");
@@ -529,18 +549,16 @@ void Daemon::apply()
 }
 
 // Sample every --sample-ms while a decision needs the tasks' live state
-// (quotas, weights, tasks without the monitor); when hpcd only watches
-// monitored ranks (weight mode, no more ranks than CPUs), every 50 ms, for
-// their exits: a program hpcd cannot speed up pays next to nothing.
+// (quotas, weights); when hpcd only watches (weight mode, nobody weighed or
+// held back), every 50 ms: a program hpcd cannot speed up pays next to
+// nothing. A rank without the monitor is never weighed (Engine::place_weight),
+// so it is watched at that rate too, its iterations as coarse.
 void Daemon::arm_timer()
 {
 	if (timer_ < 0)
 		return;
 	long ns = static_cast<long>(o_.sample_ms * 1e6);
-	const bool watch_only = e.s.mode == Mode::Weight && !e.needs_cgroups() &&
-				std::all_of(e.tasks.begin(), e.tasks.end(), [](const auto &kv) {
-					return kv.second.monitored || kv.second.launcher;
-				});
+	const bool watch_only = e.s.mode == Mode::Weight && !e.needs_cgroups();
 	if (watch_only && !e.tasks.empty())
 		ns = std::max(ns, 50000000L);
 	if (ns == timer_ns_)
@@ -587,7 +605,7 @@ void Daemon::sample()
 		}
 	}
 	for (int pid : gone)
-		drop(pid, "exited");
+		drop(pid, "gone from /proc");
 	if (const uint64_t now = mono_ns(); !o_.no_adopt && now - last_scan_ >= 50000000ull) {
 		last_scan_ = now;
 		adopt_launched();
@@ -1000,6 +1018,10 @@ int Daemon::run()
 					{fd,
 					 static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)),
 					 0});
+			const size_t first_pidfd = fds.size();
+			std::vector<std::pair<int, int>> watched(pidfds_.begin(), pidfds_.end());
+			for (auto &[pid, fd] : watched)
+				fds.push_back({fd, POLLIN, 0});
 			if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
 				throw std::system_error(errno, std::generic_category(), "poll");
 			if (fds[0].revents)
@@ -1013,9 +1035,16 @@ int Daemon::run()
 				sample();
 			if (fds[3].revents)
 				on_control_accept();
-			for (size_t i = 4; i < fds.size(); i++)
+			for (size_t i = 4; i < first_pidfd; i++)
 				if (fds[i].revents && clients_.count(fds[i].fd))
 					on_client(fds[i].fd, fds[i].revents);
+			// Last: what the monitor said before a rank exited is in.
+			for (size_t i = first_pidfd; i < fds.size(); i++) {
+				auto [pid, fd] = watched[i - first_pidfd];
+				if (fds[i].revents && pidfds_.count(pid) && pidfds_[pid] == fd &&
+				    !proc_alive(pid))
+					drop(pid, "exited");
+			}
 		}
 	} catch (const std::exception &ex) {
 		log(ex.what());

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <map>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <system_error>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +104,10 @@ bool Topology::smt() const
 
 std::optional<Topology> load_topology(std::string &err, const std::string &synthetic)
 {
+	// CPUs, cores, packages and NUMA nodes are all hpcd reads: hwloc's
+	// I/O, GPU and XML plugins (OpenCL, X11 ...) took a third of its start,
+	// which every `hpcctl run` waits for. A user's own setting wins.
+	::setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_opencl,hwloc_gl,hwloc_pci,hwloc_xml_libxml", 0);
 	hwloc_topology_t t;
 	if (hwloc_topology_init(&t) < 0) {
 		err = "hwloc: cannot initialise a topology";
@@ -236,6 +242,13 @@ bool proc_alive(int pid)
 	auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
 	auto s = t ? parse_proc_stat(*t) : std::nullopt;
 	return s && s->state != 'Z' && s->state != 'X';
+}
+
+int open_pidfd(int pid)
+{
+	// glibc's pidfd_open() wrapper is 2.36+: the system call itself.
+	// pidfds are close-on-exec.
+	return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
 bool is_descendant(int pid, int ancestor)

@@ -59,6 +59,9 @@ uint64_t mono_ns();
 // The process's command name (/proc/<pid>/comm), "" if gone.
 std::string proc_comm(int pid);
 bool proc_alive(int pid);
+// A pidfd for `pid` (close-on-exec), readable once the process has exited;
+// -1 (errno) where the kernel has none (before 5.3) or the pid is gone.
+int open_pidfd(int pid);
 // True if `ancestor` is a (grand)parent of `pid`.
 bool is_descendant(int pid, int ancestor);
 

@@ -36,6 +36,7 @@ if [ -n "$why" ]; then
 fi
 ver=${cgv%% *}
 echo "# cgroup $ver at $root"
+py=/usr/bin/python3; [ -x $py ] || py=python3
 
 quota_of() { # PID -> "quota period" of its cgroup
 	local rel d
@@ -235,6 +236,43 @@ check "hpcctl run -- /nonexistent/cmd: exit 127" test $rc -eq 127
 "$hpcctl" run --hpcd "$hpcd" --set bogus=1 -- true 2>/dev/null; rc=$?
 check "hpcctl run --set bogus=1: exit 2" test $rc -eq 2
 
+# --- 6a. a task's exit ends it at once (its pidfd), and the watchers hear it ------
+# Sampling every second: only the pidfd can tell hpcd first (a sampled end
+# is logged "gone from /proc").
+"$hpcd" --sample-ms 1000 2>"$work/hpcd-pidfd.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+sleep 30 & s=$!; pids+=($s)
+$py - "$HPCD_CONTROL" $s >"$work/released" 2>&1 <<'PY' &
+import json, os, signal, socket, sys, time
+path, pid = sys.argv[1], int(sys.argv[2])
+def conn():
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    return c, c.makefile("r")
+w, wf = conn()
+w.sendall(b'{"cmd":"watch"}\n')
+wf.readline()
+c, cf = conn()
+c.sendall(json.dumps({"cmd": "add", "pid": pid, "name": "sleeper"}).encode() + b"\n")
+print("add:", cf.readline().strip())
+os.kill(pid, signal.SIGKILL)
+w.settimeout(10)
+for line in wf:
+    ev = json.loads(line)
+    if ev.get("event") == "released":
+        print("released:", ev["pid"])
+        break
+PY
+wp=$!
+wait $wp
+wait $s 2>/dev/null
+check "a task that exits: the watchers get {\"event\":\"released\",\"pid\":$s} ($(tr '\n' ' ' <"$work/released"))" \
+	grep -qx "released: $s" "$work/released"
+check "a task that exits: hpcd ends it from its pidfd, not at the next sample" \
+	grep -q "released $s (sleeper): exited\$" "$work/hpcd-pidfd.log"
+kill -TERM $d; wait $d 2>/dev/null
+
 # --- 6b. weight mode (the default): real CPUs, weights, no quota ----------------
 start_spin 60; a=$!
 start_spin 60; b=$!
@@ -322,7 +360,6 @@ else
 fi
 
 # --- 6d. hpcctl trace and report: refusals change nothing ------------------------
-py=/usr/bin/python3; [ -x $py ] || py=python3
 tdir=$work/trace; mkdir -p "$tdir"
 state() { (cd "$tdir" && find . -type f -exec md5sum {} + | sort); }
 # refused NAME WANT_RC WANT_TEXT CMD...: exits WANT_RC, says WANT_TEXT, and

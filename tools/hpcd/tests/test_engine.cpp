@@ -393,6 +393,42 @@ TEST(WeightMode, MoreRanksThanCpusPlacedByMeasuredLoad)
 	EXPECT_EQ(e.find(1)->cpu, -1);
 }
 
+TEST(WeightMode, RanksSampledFromProcAreNeverWeighed)
+{
+	// Four ranks on two CPUs adopted without the monitor (iterations from
+	// /proc, where a polling wait looks like work): loads that seem to
+	// differ 4x move nobody.
+	Engine e;
+	e.s.mode = Mode::Weight;
+	e.s.window = 2;
+	e.cpus = {0, 1};
+	for (int p = 1; p <= 4; p++)
+		e.add(p, "r", "j", -1, 0);
+	const std::vector<uint64_t> run{400, 400, 100, 100};
+	for (uint64_t i = 0; i < 4; i++)
+		for (int p = 1; p <= 4; p++) {
+			const uint64_t start = i * 1000 * ms;
+			e.sleep(p, start + run[p - 1] * ms);
+			EXPECT_TRUE(e.wakeup(p, start + 1000 * ms)) << p;
+		}
+	EXPECT_EQ(e.find(1)->win.size(), 2u);
+	EXPECT_FALSE(e.needs_cgroups());
+	for (int p = 1; p <= 4; p++)
+		EXPECT_EQ(e.find(p)->cpu, -1) << p;
+	// The monitor says hello: what /proc showed is forgotten, and the
+	// monitored iterations alone weigh the ranks.
+	for (int p = 1; p <= 4; p++) {
+		e.start_monitored(*e.find(p), 4000 * ms);
+		EXPECT_TRUE(e.find(p)->monitored);
+		EXPECT_TRUE(e.find(p)->win.empty()) << p;
+	}
+	barrier(e, 0, {399, 399, 100, 100}, {399, 399, 100, 100}, 4400);
+	EXPECT_FALSE(e.needs_cgroups()) << "one monitored iteration is not a window";
+	barrier(e, 1, {399, 399, 100, 100}, {399, 399, 100, 100}, 4800);
+	EXPECT_TRUE(e.needs_cgroups());
+	EXPECT_NE(e.find(1)->cpu, e.find(2)->cpu);
+}
+
 TEST(WeightMode, AnIterationClosedLateIsNotALoad)
 {
 	// Four balanced ranks on two CPUs. The last at a barrier may wait too
