@@ -16,6 +16,7 @@
 #include <linux/irq_work.h>
 #include <linux/kobject.h>
 #include <linux/mmu_context.h>
+#include <linux/ptrace.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -49,9 +50,14 @@ struct hpc_conf {
 	struct rcu_head		rcu;
 };
 
+/*
+ * The mechanism is on at boot where it is the hardware's (POWER thread
+ * priorities); the x86 emulation, which slows every pair of busy tasks
+ * down, is chosen by writing its name to "backend".
+ */
 static struct hpc_conf hpc_conf_boot = {
 	.queue		= HPC_QUEUE_RR,
-	.mech		= 1,
+	.mech		= IS_ENABLED(CONFIG_SCHED_HPC_POWER),
 	.timeslice_us	= HPC_DEF_TIMESLICE_US,
 	.emul_period_us	= HPC_DEF_EMUL_PERIOD_US,
 };
@@ -841,9 +847,14 @@ static void switched_from_hpc(struct rq *rq, struct task_struct *p)
 
 static void switched_to_hpc(struct rq *rq, struct task_struct *p)
 {
-	if (task_current(rq, p) || !task_on_rq_queued(p))
+	if (!task_on_rq_queued(p))
 		return;
-	if (sched_class_above(&hpc_sched_class, rq->curr->sched_class))
+	/*
+	 * A running task that left a higher class (setscheduler, a PI
+	 * de-boost) may now rank below a task queued there.
+	 */
+	if (task_current(rq, p) ||
+	    sched_class_above(&hpc_sched_class, rq->curr->sched_class))
 		resched_curr(rq);
 }
 
@@ -956,6 +967,9 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 	struct rq *rq;
 	bool hpc;
 
+	/* Another user's iteration times are theirs, as its wchan is. */
+	if (!ptrace_may_access(p, PTRACE_MODE_READ_FSCREDS))
+		return -EACCES;
 	rq = task_rq_lock(p, &rf);
 	hpc = task_has_hpc_policy(p) && p->hpc.active;
 	if (hpc) {

@@ -29,7 +29,7 @@ setup() {
 	case $1 in
 	other) echo 0 ;;
 	hpc-none) echo none > $K; echo 8 ;;
-	hpc-emul) echo "$kbe" > $K; echo 8 ;;
+	hpc-emul) echo x86-smt-emul > $K; echo 8 ;;
 	ext-none) $SCX_HPC --set backend=none > /dev/null 2>&1; echo 7 ;;
 	ext-emul) $SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1; echo 7 ;;
 	esac

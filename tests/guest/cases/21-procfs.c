@@ -180,6 +180,34 @@ static void test_prio_clamp(void)
 	show("after clamp");
 }
 
+/*
+ * Who reads it: the task's own user (or CAP_SYS_PTRACE), as wchan. A child
+ * that dropped to uid 65534 reads itself, not this (root's) HPC task.
+ */
+static void test_access(void)
+{
+	char path[64], buf[512];
+	int st, r;
+	pid_t kid;
+
+	r = set_hpc(0);
+	if (!tap_check(r == 0, strerror(-r), "access: the test task is SCHED_HPC"))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/sched_hpc", getpid());
+	kid = fork_kid();
+	if (kid == 0) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (read_file("/proc/self/sched_hpc", buf, sizeof(buf)) <= 0)
+			_exit(11);
+		r = read_file(path, buf, sizeof(buf));
+		_exit(r == -EACCES ? 0 : r > 0 ? 12 : 13);
+	}
+	st = reap_kid(kid, 10000);
+	tap_ok(st == 0, "access: uid 65534 reads its own sched_hpc, not root's (EACCES; status %d: "
+	       "10 setuid, 11 own unreadable, 12 root's readable, 13 other error)", st);
+}
+
 int main(void)
 {
 	int r;
@@ -196,6 +224,7 @@ int main(void)
 	test_adaptive();
 	test_min_wait();
 	test_prio_clamp();
+	test_access();
 	set_other(0);
 	r = hpc_stat_read(0, &st);
 	tap_check(r == 0 && st.hpc == 0, st.err, "back to SCHED_OTHER: policy: other");

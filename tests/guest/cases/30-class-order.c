@@ -9,6 +9,10 @@
  *     share: fair gets > 0 and well under 50 %;
  *  B. a SCHED_FIFO spinner preempts the HPC spinner: HPC gets ~0 while it
  *     spins (RT throttling aside) and ~all once it stopped;
+ *  C. a running SCHED_FIFO task that enters SCHED_HPC (setscheduler; a
+ *     PI de-boost takes the same path) lets the RT task queued behind it
+ *     run at once: before its sched_setscheduler() call returns, not at
+ *     whatever next reschedules CPU 0 (with queue=fifo, no HPC slice).
  * (Wake-up preemption of a fair task: 31-wakeup-preempt.)
  * CPU time from /proc/<pid>/schedstat.
  */
@@ -99,6 +103,76 @@ static void part_b(void)
 	spin_stop(&S[1]);
 }
 
+/* Part C's shared flags: who got how far. */
+struct part_c {
+	volatile int a_ready, a_switch, a_done, b_queued, b_ran;
+	volatile int b_ran_at_switch, b_ran_at_end, a_err;
+};
+
+static void part_c(void)
+{
+	struct part_c *c = shared_alloc(sizeof(*c));
+	uint64_t end;
+	pid_t a, b;
+	int r;
+
+	r = knob_write("queue", "fifo");
+	if (!tap_check(r == 0, strerror(-r), "C: queue=fifo"))
+		return;
+	a = fork_kid();
+	if (a == 0) {
+		/* FIFO 50 on CPU 0, then SCHED_HPC while running. */
+		if (pin_cpu(0, 0) || set_policy(0, SCHED_FIFO, 50))
+			_exit(2);
+		c->a_ready = 1;
+		while (!c->a_switch)
+			;
+		c->a_err = set_hpc(0);
+		c->b_ran_at_switch = c->b_ran;
+		end = now_ns() + 1000000000ull;
+		while (now_ns() < end)
+			;
+		c->b_ran_at_end = c->b_ran;
+		c->a_done = 1;
+		_exit(0);
+	}
+	end = now_ns() + 5000000000ull;
+	while (a > 0 && !c->a_ready && now_ns() < end)
+		sleep_ms(5);
+	b = fork_kid();
+	if (b == 0) {
+		/* FIFO 10, queued on CPU 0 behind A; runs 20 ms, then leaves. */
+		if (set_policy(0, SCHED_FIFO, 10))
+			_exit(2);
+		c->b_queued = 1;
+		if (pin_cpu(0, 0))
+			_exit(2);
+		c->b_ran = 1;
+		spin_cpu_ms(20);
+		_exit(0);
+	}
+	if (tap_check(a > 0 && b > 0 && c->a_ready, "fork", "C: FIFO task on CPU 0")) {
+		while (!c->b_queued && now_ns() < end)
+			sleep_ms(5);
+		sleep_ms(100);
+		tap_ok(c->b_queued && !c->b_ran, "C: FIFO 10 queued behind FIFO 50 (not run yet)");
+	}
+	c->a_switch = 1;
+	if (a > 0)
+		reap_kid(a, 10000);
+	if (b > 0)
+		reap_kid(b, 5000);
+	if (a > 0 && b > 0 && c->a_ready) {
+		tap_ok(c->a_done && !c->a_err, "C: the running FIFO task entered SCHED_HPC (%s)",
+		       c->a_err ? strerror(-c->a_err) : "ok");
+		tap_ok(c->b_ran_at_switch,
+		       "C: the queued RT task ran before the switch to SCHED_HPC returned "
+		       "(ran by the end of the 1 s spin: %d)",
+		       c->b_ran_at_end);
+	}
+	knobs_restore();
+}
+
 int main(void)
 {
 	int r;
@@ -117,6 +191,7 @@ int main(void)
 	S = shared_alloc(4 * sizeof(*S));
 	part_a();
 	part_b();
+	part_c();
 	kill_children();
 	return tap_done();
 }

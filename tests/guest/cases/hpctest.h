@@ -349,6 +349,7 @@ static const struct knob_default knob_defaults[] = {
 	{ "timeslice_us", "100000" },
 	{ "emul_period_us", "10000" },
 #if defined(__x86_64__) || defined(__i386__)
+	/* Not the boot default ("none"): the suite selects the emulation. */
 	{ "backend", "x86-smt-emul" },
 #elif defined(__powerpc64__)
 	{ "backend", "power-smt" },
@@ -357,7 +358,8 @@ static const struct knob_default knob_defaults[] = {
 #define NR_KNOB_DEFAULTS (int)(sizeof(knob_defaults) / sizeof(knob_defaults[0]))
 
 /*
- * Put every knob back to its ABI default. Async-signal-safe (open/write
+ * Put every knob back to the suite's setting (the ABI defaults, and the
+ * emulation selected on x86). Async-signal-safe (open/write
  * only). Several passes because the invariants (low < high, min <= max)
  * can reject a single value until its partner moved. Returns the number of
  * knobs that could not be restored.
