@@ -195,8 +195,8 @@ void kernel_prio(const Opts &o)
 		const int e = errno;
 		if (e == EPERM)
 			fail(kFail, fmt::format("prio: {} for task {}: not permitted (a fixed "
-						"priority above 4 needs CAP_SYS_NICE or "
-						"RLIMIT_RTPRIO >= it)",
+						"priority above 4 needs CAP_SYS_NICE; "
+						"RLIMIT_RTPRIO grants none)",
 						o.prio, o.pid));
 		fail(e == EINVAL ? kBadSetting : kFail,
 		     fmt::format("prio: {} for task {}: {}", o.prio, o.pid, std::strerror(e)));

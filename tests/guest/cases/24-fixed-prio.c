@@ -17,8 +17,8 @@
  *    the low one's utilisation below low_util, on which the rule would
  *    lower it) and every sched_hpc_iteration event of each says 4 -> 4 or
  *    6 -> 6;
- *  - permissions: without CAP_SYS_NICE a fixed priority above 4 needs
- *    RLIMIT_RTPRIO >= it (EPERM otherwise, nothing changes); 1..4, lowering
+ *  - permissions: without CAP_SYS_NICE no fixed priority above 4, whatever
+ *    RLIMIT_RTPRIO says (EPERM, nothing changes; 95 grants nothing); 1..4, lowering
  *    a fixed priority and going back to dynamic need nothing more;
  *  - fork: a child inherits the fixed priority with fresh iteration state;
  *    with SCHED_RESET_ON_FORK it starts as SCHED_OTHER, priority 0.
@@ -348,11 +348,13 @@ static void child_rlimit1(void)
 	R->sched = sched_getscheduler(0);
 }
 
-static void child_rlimit5(void)
+/* A common "rtprio 95": a real-time limit, no hardware priority. */
+static void child_rlimit95(void)
 {
-	drop_privileges(5);
+	drop_privileges(95);
 	step(0, set_policy(0, SCHED_HPC, 5));
 	step(1, set_policy(0, SCHED_HPC, 6));
+	step(2, set_policy(0, SCHED_HPC, 4));
 	R->sched = sched_getscheduler(0);
 }
 
@@ -395,13 +397,16 @@ static void test_permissions(void)
 	       "unprivileged: back to dynamic (%s, priority %d, policy %d)",
 	       strerror(R->err[4]), R->prio[4], R->sched);
 
-	r = in_child(child_rlimit5);
-	tap_ok(r == 0 && R->err[0] == 0 && R->prio[0] == 5,
-	       "unprivileged, RLIMIT_RTPRIO 5: fixed 5 accepted (%s, priority %d)",
-	       strerror(R->err[0]), R->prio[0]);
-	tap_ok(R->err[1] == EPERM && R->prio[1] == 5,
-	       "unprivileged, RLIMIT_RTPRIO 5: fixed 6 EPERM (%s), still 5 (%d)",
+	r = in_child(child_rlimit95);
+	tap_ok(r == 0 && R->err[0] == EPERM && R->prio[0] == 0,
+	       "unprivileged, RLIMIT_RTPRIO 95: fixed 5 EPERM (%s, priority %d): the limit is a "
+	       "real-time one", strerror(R->err[0]), R->prio[0]);
+	tap_ok(R->err[1] == EPERM && R->prio[1] == 0,
+	       "unprivileged, RLIMIT_RTPRIO 95: fixed 6 EPERM (%s, priority %d)",
 	       strerror(R->err[1]), R->prio[1]);
+	tap_ok(R->err[2] == 0 && R->prio[2] == 4 && R->sched == SCHED_HPC,
+	       "unprivileged, RLIMIT_RTPRIO 95: fixed 4 accepted (%s, priority %d, policy %d)",
+	       strerror(R->err[2]), R->prio[2], R->sched);
 
 	r = in_child(child_lower);
 	tap_ok(r == 0 && R->err[0] == 0 && R->prio[0] == 5,
