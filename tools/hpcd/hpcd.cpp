@@ -24,6 +24,7 @@
 #include <map>
 #include <poll.h>
 #include <set>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -146,6 +147,7 @@ private:
 	void on_record(const hpcmon_record &r);
 	void on_monitor_read(int fd);
 	void on_monitor_hangup(int pid);
+	void read_monitor();
 	void on_control_accept();
 	void on_client(int fd, short rev);
 	void on_signal();
@@ -568,13 +570,19 @@ void Daemon::arm_timer()
 	::timerfd_settime(timer_, 0, &its, nullptr);
 }
 
+// The ranks' records and hangups waiting on their connections, in time order.
+void Daemon::read_monitor()
+{
+	mon_.read_batched([this](const hpcmon_record &r) { on_record(r); },
+			  [this](int pid) { on_monitor_hangup(pid); });
+}
+
 void Daemon::sample()
 {
 	uint64_t exp;
 	(void)!::read(timer_, &exp, sizeof exp);
 	samples_++;
-	mon_.read_batched([this](const hpcmon_record &r) { on_record(r); },
-			  [this](int pid) { on_monitor_hangup(pid); });
+	read_monitor();
 	std::vector<int> gone;
 	for (auto &[pid, t] : e.tasks) {
 		const std::string base = "/proc/" + std::to_string(pid);
@@ -1038,13 +1046,19 @@ int Daemon::run()
 			for (size_t i = 4; i < first_pidfd; i++)
 				if (fds[i].revents && clients_.count(fds[i].fd))
 					on_client(fds[i].fd, fds[i].revents);
-			// Last: what the monitor said before a rank exited is in.
+			// Last: tasks that exited, once what the monitor sent before
+			// the exit (a rank's last records, its bye) is in.
+			std::vector<int> exited;
 			for (size_t i = first_pidfd; i < fds.size(); i++) {
 				auto [pid, fd] = watched[i - first_pidfd];
 				if (fds[i].revents && pidfds_.count(pid) && pidfds_[pid] == fd &&
 				    !proc_alive(pid))
-					drop(pid, "exited");
+					exited.push_back(pid);
 			}
+			if (!exited.empty())
+				read_monitor();
+			for (int pid : exited)
+				drop(pid, "exited");
 		}
 	} catch (const std::exception &ex) {
 		log(ex.what());
@@ -1124,6 +1138,12 @@ int main(int argc, char **argv)
 		std::cerr << l;
 		log(fmt::format("removed {} stale instance tree(s)", n));
 		return 0;
+	}
+	// Two descriptors per rank (its monitor connection, its pidfd): a node's
+	// 512 ranks pass the usual soft limit of 1024. Up to the hard limit.
+	if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		::setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	Cgroups cg(*layout, "hpcd-" + std::to_string(::getpid()));
 	try {

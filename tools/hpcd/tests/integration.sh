@@ -239,7 +239,8 @@ check "hpcctl run --set bogus=1: exit 2" test $rc -eq 2
 # --- 6a. a task's exit ends it at once (its pidfd), and the watchers hear it ------
 # Sampling every second: only the pidfd can tell hpcd first (a sampled end
 # is logged "gone from /proc").
-"$hpcd" --sample-ms 1000 2>"$work/hpcd-pidfd.log" &
+# Started with a soft open-file limit of 256: hpcd raises it to the hard one.
+(ulimit -Sn 256 && exec "$hpcd" --sample-ms 1000 2>"$work/hpcd-pidfd.log") &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 sleep 30 & s=$!; pids+=($s)
@@ -271,6 +272,9 @@ check "a task that exits: the watchers get {\"event\":\"released\",\"pid\":$s} (
 	grep -qx "released: $s" "$work/released"
 check "a task that exits: hpcd ends it from its pidfd, not at the next sample" \
 	grep -q "released $s (sleeper): exited\$" "$work/hpcd-pidfd.log"
+nofile=$(awk '/^Max open files/ { print $4 "/" $5 }' /proc/$d/limits)
+check "hpcd started with 256 open files raised it to the hard limit (two per rank: $nofile)" \
+	test "${nofile%/*}" = "${nofile#*/}" -a "${nofile%/*}" != 256
 kill -TERM $d; wait $d 2>/dev/null
 
 # --- 6b. weight mode (the default): real CPUs, weights, no quota ----------------
