@@ -424,6 +424,37 @@ static u64 hpc_enqueue_vtime(struct rq *rq, struct sched_hpc_entity *hse,
 			       hpc_task_burst(hpc_it(hpc_task_of(hse))) : 0);
 }
 
+#ifdef CONFIG_SMP
+/*
+ * The CPUs with two SCHED_HPC tasks or more, and how many: a CPU looking
+ * for one to pull reads the count and, only when it is not zero, visits
+ * those CPUs (as the RT class does with its overload mask). A CPU's bit
+ * changes only under its runqueue lock.
+ */
+static struct cpumask hpc_overload_mask;
+static atomic_t hpc_overload_count;
+
+static void hpc_update_overload(struct rq *rq)
+{
+	int cpu = cpu_of(rq);
+	bool over = rq->hpc.nr_queued >= 2;
+
+	if (over == cpumask_test_cpu(cpu, &hpc_overload_mask))
+		return;
+	if (over) {
+		cpumask_set_cpu(cpu, &hpc_overload_mask);
+		/* The bit is visible before the count says there is one. */
+		smp_wmb();
+		atomic_inc(&hpc_overload_count);
+	} else {
+		atomic_dec(&hpc_overload_count);
+		cpumask_clear_cpu(cpu, &hpc_overload_mask);
+	}
+}
+#else
+static inline void hpc_update_overload(struct rq *rq) { }
+#endif
+
 static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 {
 	struct sched_hpc_entity *hse = &p->hpc;
@@ -439,6 +470,7 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	hpc_queue_add(rq, hse);
 	hse->on_rq = 1;
 	rq->hpc.nr_queued++;
+	hpc_update_overload(rq);
 	if (rq->hpc.throttled) {
 		hse->throttled = 1;
 		hse->throttle_start = rq_clock(rq);
@@ -468,6 +500,7 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	hpc_queue_del(rq, hse);
 	hse->on_rq = 0;
 	rq->hpc.nr_queued--;
+	hpc_update_overload(rq);
 	if (hse->throttled) {
 		u64 now = rq_clock(rq);
 
@@ -625,7 +658,11 @@ static void hpc_pull(struct rq *this_rq)
 	struct sched_hpc_entity *hse;
 	struct rq *src;
 
-	for_each_cpu(cpu, cpu_active_mask) {
+	if (!atomic_read(&hpc_overload_count))
+		return;
+	/* Pairs with the smp_wmb() in hpc_update_overload(). */
+	smp_rmb();
+	for_each_cpu_and(cpu, &hpc_overload_mask, cpu_active_mask) {
 		n = hpc_nr_on(cpu);
 		if (cpu != this_cpu && n > max) {
 			max = n;
@@ -742,6 +779,9 @@ static int balance_hpc(struct rq *rq, struct task_struct *prev,
 /*
  * Fork, exec and wakeup: the allowed CPU with the fewest SCHED_HPC tasks,
  * then the emulated core with the fewest; @cpu (where the task was) on a tie.
+ * A task that wakes where no other SCHED_HPC task is queued stays there
+ * without a scan: no CPU has fewer, and cores are evened out at fork, exec
+ * and by the push and pull.
  */
 static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 {
@@ -757,6 +797,8 @@ static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 			bn--;
 			bc--;
 		}
+		if (!bn && (flags & WF_TTWU))
+			return cpu;
 	}
 	for_each_cpu_and(i, p->cpus_ptr, cpu_active_mask) {
 		if (i == cpu)

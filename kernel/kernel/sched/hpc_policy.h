@@ -18,7 +18,9 @@
  * of tasks neither of which waits is equal: a lead one of them took is
  * given back (hpc_task_sibling_judge() again).
  *
- * See Documentation/scheduler/sched-hpc-policy.rst for the rule.
+ * Documentation/scheduler/sched-hpc.rst ("Iterations and priorities")
+ * describes the rule; the hpcsched project's sched-hpc-policy.rst derives it
+ * from the paper.
  */
 #ifndef _KERNEL_SCHED_HPC_POLICY_H
 #define _KERNEL_SCHED_HPC_POLICY_H

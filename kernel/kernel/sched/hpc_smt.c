@@ -22,8 +22,8 @@
  *
  * The knots and HPC_SMT_WAIT_RELEASED are one least-squares fit to the
  * paper's Tables III, IV and V (baseline and static rows, times and
- * % compute): tools/sim/fit/fit_smt.py prints it, with its residuals;
- * Documentation/scheduler/sched-hpc-policy.rst discusses it.
+ * % compute): the hpcsched project's tools/sim/fit/fit_smt.py prints it,
+ * with its residuals, and its sched-hpc-policy.rst discusses it.
  */
 #include "hpc_smt.h"
 

@@ -9,7 +9,7 @@
  * share into speed; a waiting sibling releases the core part of the time.
  * Shared by the kernel class, scx_hpc and the user-space tools.
  *
- * See Documentation/scheduler/sched-hpc-policy.rst for the calibration.
+ * The hpcsched project's sched-hpc-policy.rst derives the calibration.
  */
 #ifndef _KERNEL_SCHED_HPC_SMT_H
 #define _KERNEL_SCHED_HPC_SMT_H
