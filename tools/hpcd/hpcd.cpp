@@ -138,6 +138,7 @@ private:
 	void adopt_launched();
 	void announce(const Task &t);
 	void released(int pid);
+	void to_watchers(const std::string &lines);
 	void announce_moved();
 	void drop(int pid, const char *why);
 	void apply();
@@ -341,9 +342,7 @@ void Daemon::released(int pid)
 {
 	if (watchers_.empty())
 		return;
-	const std::string line = json{{"event", "released"}, {"pid", pid}}.dump() + "\n";
-	for (int fd : watchers_)
-		clients_[fd].out += line;
+	to_watchers(json{{"event", "released"}, {"pid", pid}}.dump() + "\n");
 }
 
 // Tell the watchers (hpcctl run/trace) who a task is.
@@ -352,9 +351,7 @@ void Daemon::announce(const Task &t)
 	announced_ctx_[t.pid] = t.ctx;
 	if (watchers_.empty())
 		return;
-	const std::string line = task_event(e, t).dump() + "\n";
-	for (int fd : watchers_)
-		clients_[fd].out += line;
+	to_watchers(task_event(e, t).dump() + "\n");
 }
 
 // The processes a managed launcher started that are not its helpers
@@ -788,6 +785,12 @@ void Daemon::note()
 	std::string lines;
 	for (const auto &ev : evs)
 		lines += event_json(ev).dump() + "\n";
+	to_watchers(lines);
+}
+
+// Queue `lines` for every watcher (sent as its socket takes them).
+void Daemon::to_watchers(const std::string &lines)
+{
 	for (int fd : watchers_)
 		clients_[fd].out += lines;
 }
