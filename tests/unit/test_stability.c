@@ -249,9 +249,14 @@ static void metbench_pair(int heuristic, int first)
 	hpc_task_init(&t[0], 0, &p);
 	hpc_task_init(&t[1], 0, &p);
 
+	/* The first iteration confirms nothing (start-up): no lead yet. */
 	pair_iter(t, &now, run, MS(1000), first, &p);
 	assert_int_equal(t[0].last_util, 2500);
 	assert_int_equal(t[1].last_util, 9998);
+	assert_int_equal(t[1].prio, 4);
+	assert_int_equal(t[0].prio, 4);
+
+	pair_iter(t, &now, run, MS(1000), first, &p);
 	assert_int_equal(t[1].prio, 5);
 	assert_int_equal(t[0].prio, 4);
 
@@ -367,6 +372,51 @@ static void critical_path(u64 phase)
 	}
 }
 
+/*
+ * Tasks released together start equal. Task 0 enters the policy and waits at
+ * a common release while task 1, entering with it, is still busy setting up
+ * (its start-up computes 95 %). After the release both compute and never
+ * wait (ticks every 1 ms, each judging the other's snapshot). The start-up
+ * iteration confirms no busy task, so nobody takes a lead: both stay at
+ * min_prio, whichever wakes first.
+ */
+static void released_together(int first)
+{
+	struct hpc_params p;
+	struct hpc_task t[2], snap;
+	const u64 go = MS(200);
+	u64 tick;
+	int i, k;
+
+	hpc_params_default(&p);
+	hpc_task_init(&t[0], 0, &p);
+	hpc_task_init(&t[1], 0, &p);
+	hpc_task_sleep(&t[0], MS(5));
+	hpc_task_sleep(&t[1], MS(190));
+	for (k = 0; k < 2; k++) {
+		i = k ? 1 - first : first;
+		snap = t[1 - i];
+		hpc_task_wakeup(&t[i], go, &p, hpc_peer_class(&snap, go, i ? MS(190) : MS(5), &p));
+	}
+	assert_int_equal(t[1].nr_iter, 1);
+	assert_in_range(t[1].last_util, 9000, 10000);
+	for (tick = go + US(500); tick < go + MS(10000); tick += MS(1)) {
+		for (i = 0; i < 2; i++) {
+			snap = t[1 - i];
+			hpc_task_tick(&t[i], tick);
+			hpc_task_sibling_judge(&t[i], tick, &p, &snap);
+			assert_int_equal(t[i].prio, 4);
+		}
+	}
+}
+
+static void released_together_start_equal(void **state)
+{
+	released_together(0);
+	released_together(1);
+	(void)state;
+}
+
 /* The heavy task's tick comes exactly when the light task wakes. */
 static void critical_path_tick_at_wakeup(void **state)
 {
@@ -394,6 +444,7 @@ int main(void)
 		cmocka_unit_test(metbench_uniform),
 		cmocka_unit_test(metbench_adaptive),
 		cmocka_unit_test(metbenchvar_adaptive_swap),
+		cmocka_unit_test(released_together_start_equal),
 		cmocka_unit_test(critical_path_tick_at_wakeup),
 		cmocka_unit_test(critical_path_tick_after_wakeup),
 	};

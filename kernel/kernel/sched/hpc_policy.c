@@ -452,7 +452,12 @@ static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 	t->sum_run += run;
 	t->sum_total += total;
 	t->global_util = hpc_util(t->sum_run, t->sum_total);
-	own_now = hpc_own_now(t->last_util, t->prev_util, p);
+	/*
+	 * The first iteration is the task's start-up: no iteration before it
+	 * confirms a busy one (tasks released together, one of which was
+	 * ready last, start equal).
+	 */
+	own_now = hpc_own_now(t->last_util, t->nr_iter ? t->prev_util : 0, p);
 	hpc_phase_reset(t, own_now, peer_class);
 	t->ph_util = hpc_phase_mean(t, t->last_util);
 	if (t->ph_nr < HPC_PHASE_MAX_NR)
