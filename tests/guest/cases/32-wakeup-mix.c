@@ -11,7 +11,10 @@
  *     lateness (actual - requested wake time) with no mechanism applied
  *     (backend none) is at most 2 time slices (or the same load's as
  *     normal tasks in this boot, if worse): a woken HPC task must not wait
- *     for every runnable task's slice. Checked with 2 vCPUs; with more
+ *     for every runnable task's slice; over the bound, the reference and
+ *     the probe are measured once more, and the second pair counts (a host
+ *     that takes the guest's vCPUs away for a moment disturbs one run, a
+ *     wake-up that waits for a round both). Checked with 2 vCPUs; with more
  *     (the 4-vCPU boot on a 2-CPU host) only reported, as a SKIP: there
  *     HPC's worst was 2-3 x the normal tasks' (200-450 ms). On x86 the
  *     same with the SMT emulation is reported beside.
@@ -89,13 +92,11 @@ static int probe(int policy, const char *how, struct wm_probe_res *r)
  */
 static void part_a(long long slice_us)
 {
-	uint64_t bound = (uint64_t)slice_us * 2000ULL;
+	const uint64_t slices = (uint64_t)slice_us * 2000ULL;
+	uint64_t bound = slices;
 	struct wm_probe_res r;
 	char be[64];
-	int emul;
-
-	if (!probe(SCHED_OTHER, "as normal tasks (the reference)", &r) && r.max_ns > bound)
-		bound = r.max_ns;
+	int emul, run, ran = 0;
 
 	if (knob_read("backend", be, sizeof(be)) <= 0)
 		snprintf(be, sizeof(be), "?");
@@ -104,7 +105,24 @@ static void part_a(long long slice_us)
 		tap_fail("A: backend switched", "to none");
 		return;
 	}
-	if (probe(SCHED_HPC, emul ? "HPC, no mechanism" : "HPC", &r))
+	/*
+	 * The reference, then HPC. Over the bound, both once more: a host
+	 * that takes the guest's vCPUs away for a moment shows in one run,
+	 * a wake-up that waits for a round in both.
+	 */
+	for (run = 0; run < 2; run++) {
+		bound = slices;
+		if (!probe(SCHED_OTHER, "as normal tasks (the reference)", &r) &&
+		    r.max_ns > bound)
+			bound = r.max_ns;
+		ran = !probe(SCHED_HPC, emul ? "HPC, no mechanism" : "HPC", &r);
+		if (!ran || online_cpus() > 2 || (r.loops >= 10 && r.max_ns <= bound))
+			break;
+		if (!run)
+			tap_diag("A: worst lateness %.1f ms > %.1f ms: both measured once more",
+				 r.max_ns / 1e6, bound / 1e6);
+	}
+	if (!ran)
 		;
 	else if (online_cpus() > 2)
 		tap_skip("A: woken HPC probe's worst lateness",
@@ -114,8 +132,8 @@ static void part_a(long long slice_us)
 	else
 		tap_ok(r.loops >= 10 && r.max_ns <= bound,
 		       "A: woken HPC probe's worst lateness %.1f ms <= %.1f ms (2 time slices, "
-		       "or the normal tasks' worst), %llu wake-ups", r.max_ns / 1e6, bound / 1e6,
-		       (unsigned long long)r.loops);
+		       "or the normal tasks' worst), %llu wake-ups%s", r.max_ns / 1e6, bound / 1e6,
+		       (unsigned long long)r.loops, run ? ", measured twice" : "");
 	if (emul && !set_backend(be))
 		probe(SCHED_HPC, "HPC with the SMT emulation", &r);
 	set_backend(be);
