@@ -1041,17 +1041,20 @@ int scx_get(const Opts &o)
 }
 
 // Wait for the command, taking in hpcd's task events meanwhile, until hpcd
-// says it released the command (its pidfd told it the command exited), its
-// stream ends, or, from an hpcd that says neither, 200 ms after the command
-// ended. The command's exit is seen at once (its pidfd), not at the next
-// look. Its status.
+// says it released the command (its pidfd told it the command exited; hpcd
+// releases a launcher after its ranks), its stream ends, or a grace time
+// after the command ended: 200 ms for a command hpcd did not adopt (it says
+// nothing of it), 10 s for one it did (a busy hpcd may take a while; it
+// always says). The command's exit is seen at once (its pidfd), not at the
+// next look. Its status.
 int follow(ControlClient &watch, pid_t pid, Adoption &a)
 {
 	int status = -1;
 	uint64_t done_at = 0;
 	bool open = true, released = false;
 	const int pfd = open_pidfd(pid);
-	while (!done_at || (open && !released && mono_ns() < done_at + 200000000ull)) {
+	const auto grace = [&] { return a.tasks.count(pid) ? 10000000000ull : 200000000ull; };
+	while (!done_at || (open && !released && mono_ns() < done_at + grace())) {
 		int st;
 		if (!done_at && ::waitpid(pid, &st, WNOHANG) == pid) {
 			status = exec_status(st);

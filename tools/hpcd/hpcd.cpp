@@ -141,6 +141,7 @@ private:
 	void to_watchers(const std::string &lines);
 	void announce_moved();
 	void drop(int pid, const char *why);
+	void drop_all(std::vector<int> pids, const char *why);
 	void apply();
 	void weigh_group();
 	void sample();
@@ -395,6 +396,19 @@ void Daemon::adopt_launched()
 	}
 }
 
+// Drop the tasks @pids, launchers after the others: a launcher's release
+// ends hpcctl run or trace, which must have its ranks' ends first (tasks that
+// ended together, found in one look, come in pid order, the launcher first).
+void Daemon::drop_all(std::vector<int> pids, const char *why)
+{
+	std::stable_partition(pids.begin(), pids.end(), [this](int pid) {
+		const Task *t = e.find(pid);
+		return !t || !t->launcher;
+	});
+	for (int pid : pids)
+		drop(pid, why);
+}
+
 void Daemon::drop(int pid, const char *why)
 {
 	Task *t = e.find(pid);
@@ -542,8 +556,7 @@ void Daemon::apply()
 			log(fmt::format("pid {}: {}", pid, ex.what()));
 		}
 	}
-	for (int pid : gone)
-		drop(pid, "exited");
+	drop_all(gone, "exited");
 	arm_timer();
 }
 
@@ -609,8 +622,7 @@ void Daemon::sample()
 			}
 		}
 	}
-	for (int pid : gone)
-		drop(pid, "gone from /proc");
+	drop_all(gone, "gone from /proc");
 	if (const uint64_t now = mono_ns(); !o_.no_adopt && now - last_scan_ >= 50000000ull) {
 		last_scan_ = now;
 		adopt_launched();
@@ -1060,8 +1072,7 @@ int Daemon::run()
 			}
 			if (!exited.empty())
 				read_monitor();
-			for (int pid : exited)
-				drop(pid, "exited");
+			drop_all(exited, "exited");
 		}
 	} catch (const std::exception &ex) {
 		log(ex.what());

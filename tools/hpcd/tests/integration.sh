@@ -277,6 +277,58 @@ check "hpcd started with 256 open files raised it to the hard limit (two per ran
 	test "${nofile%/*}" = "${nofile#*/}" -a "${nofile%/*}" != 256
 kill -TERM $d; wait $d 2>/dev/null
 
+# --- 6a2. a launcher is released after its ranks -----------------------------
+# A launcher (a shell waiting for two sleepers) is managed; the sleepers say
+# hello as its ranks. hpcd is stopped, the ranks are killed and the launcher
+# exits: all three exits come to hpcd at once when it continues. It releases
+# the ranks first: the launcher's release ends hpcctl run/trace, which must
+# have the ranks' ends.
+"$hpcd" 2>"$work/hpcd-order.log" &
+d=$!; pids+=($d)
+wait_for 5 ctl_up
+bash -c 'sleep 60 & sleep 60 & wait' & l=$!; pids+=($l)
+wait_for 5 '[ "$(pgrep -P $l | wc -l)" -eq 2 ]'
+read -r r0 r1 <<<"$(pgrep -P $l | sort -n | tr '\n' ' ')"
+$py - "$HPCD_CONTROL" "$HPCD_SOCKET" $l $r0 $r1 >"$work/order" 2>&1 <<'PY' &
+import json, socket, struct, sys, time
+ctl, mon, l, r0, r1 = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+def conn():
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(ctl)
+    return c, c.makefile("r")
+w, wf = conn()
+w.sendall(b'{"cmd":"watch"}\n')
+wf.readline()
+c, cf = conn()
+c.sendall(json.dumps({"cmd": "add", "pid": l, "name": "launcher"}).encode() + b"\n")
+cf.readline()
+for rank, pid in enumerate((r0, r1)):
+    m = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    m.connect(mon)
+    m.send(struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, 2, pid, rank, 2, 7, 0, 0, 0, 0, 0, 1, 0))
+print("ready", flush=True)
+w.settimeout(20)
+seen = []
+for line in wf:
+    ev = json.loads(line)
+    if ev.get("event") == "released":
+        seen.append(ev["pid"])
+        if l in seen:
+            break
+print("released:", *seen)
+PY
+wp=$!; pids+=($wp)
+wait_for 10 '[ "$("$hpcctl" --backend hpcd top --once --json 2>/dev/null |
+	grep -o "\"source\":\"monitor\"" | wc -l)" -eq 2 ] && grep -q ready "$work/order"'
+kill -STOP $d
+kill -9 $r0 $r1
+wait_for 5 "! kill -0 $l 2>/dev/null"
+kill -CONT $d
+wait $wp
+check "hpcd held up while a job ends: its ranks released before the launcher ($(tail -1 "$work/order"); launcher $l, ranks $r0 $r1)" \
+	bash -c "tail -1 '$work/order' | grep -Eqx 'released: ($r0 $r1|$r1 $r0) $l'"
+kill -TERM $d; wait $d 2>/dev/null
+
 # --- 6b. weight mode (the default): real CPUs, weights, no quota ----------------
 start_spin 60; a=$!
 start_spin 60; b=$!
