@@ -377,6 +377,8 @@ void Daemon::adopt_launched()
 		if (comm.empty() || is_launcher_helper(comm))
 			continue; // a helper, or a child of mpirun that has not exec'd yet
 		auto env = read_file("/proc/" + std::to_string(p) + "/environ");
+		if (env && env->empty() && !exec_done(p))
+			continue; // exec has named it, its environment comes next: look again
 		const int rank = env ? rank_from_environ(*env).value_or(-1) : -1;
 		const auto &ig = e.s.ignore_ranks;
 		if (rank >= 0 && std::find(ig.begin(), ig.end(), rank) != ig.end()) {

@@ -13,7 +13,8 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text)
 		return std::nullopt;
 	std::string_view rest = text.substr(rp + 1);
 	// Fields after the name, 1-based from the state: 1 state, 2 ppid, ...
-	// 12 utime, 13 stime (fields 14 and 15 of proc(5)), 37 processor (39).
+	// 12 utime, 13 stime (fields 14 and 15 of proc(5)), 37 processor (39),
+	// 49 env_end (51).
 	ProcStat s;
 	int field = 0;
 	size_t i = 0;
@@ -37,6 +38,8 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text)
 			std::from_chars(tok.data(), tok.data() + tok.size(), s.utime);
 		} else if (field == 13) {
 			std::from_chars(tok.data(), tok.data() + tok.size(), s.stime);
+		} else if (field == 49) {
+			std::from_chars(tok.data(), tok.data() + tok.size(), s.env_end);
 		} else if (field == 37) {
 			std::from_chars(tok.data(), tok.data() + tok.size(), s.processor);
 		}

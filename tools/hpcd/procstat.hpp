@@ -16,6 +16,10 @@ struct ProcStat {
 	int ppid = 0;
 	int processor = -1;            // CPU it last ran on
 	uint64_t utime = 0, stime = 0; // CPU time in user and kernel mode (clock ticks)
+	// Where the environment ends in the process's memory: 0 until exec has
+	// set it up (comm already names the new program before), or not
+	// readable (another user's process without root).
+	uint64_t env_end = 0;
 };
 
 // Parse the text of /proc/<pid>/stat (the command name may hold blanks and

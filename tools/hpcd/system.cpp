@@ -244,6 +244,13 @@ bool proc_alive(int pid)
 	return s && s->state != 'Z' && s->state != 'X';
 }
 
+bool exec_done(int pid)
+{
+	auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
+	auto s = t ? parse_proc_stat(*t) : std::nullopt;
+	return s && s->env_end != 0;
+}
+
 int open_pidfd(int pid)
 {
 	// glibc's pidfd_open() wrapper is 2.36+: the system call itself.

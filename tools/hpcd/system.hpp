@@ -59,6 +59,9 @@ uint64_t mono_ns();
 // The process's command name (/proc/<pid>/comm), "" if gone.
 std::string proc_comm(int pid);
 bool proc_alive(int pid);
+// False while exec is still setting up the process's environment (or it is
+// gone): its /proc/<pid>/environ is empty then, whatever it will hold.
+bool exec_done(int pid);
 // A pidfd for `pid` (close-on-exec), readable once the process has exited;
 // -1 (errno) where the kernel has none (before 5.3) or the pid is gone.
 int open_pidfd(int pid);

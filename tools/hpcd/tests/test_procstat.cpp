@@ -23,6 +23,21 @@ TEST(ProcStat, NameWithBlanksAndParens)
 	EXPECT_EQ(r->stime, 0u);
 }
 
+// Field 51 of proc(5): 0 in the fixture, as while exec sets up a process.
+TEST(ProcStat, EnvEnd)
+{
+	auto s = parse_proc_stat(data("stat_sleeping"));
+	ASSERT_TRUE(s);
+	EXPECT_EQ(s->env_end, 0u);
+	auto r = parse_proc_stat(
+		"7 (a b) S 1 7 7 0 -1 0 0 0 0 0 3 1 0 0 20 0 1 0 9 9 9 1 1 1 0 0 0 0 0 0 "
+		"0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 140737488350000 140737488351000 0\n");
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->env_end, 140737488351000u);
+	EXPECT_TRUE(exec_done(getpid()));
+	EXPECT_FALSE(exec_done(-1));
+}
+
 TEST(ProcStat, Malformed)
 {
 	EXPECT_FALSE(parse_proc_stat(""));
