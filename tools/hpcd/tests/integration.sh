@@ -8,6 +8,7 @@
 set -u
 bin=${1:?usage: integration.sh BIN_DIR}
 hpcd=$bin/hpcd hpcctl=$bin/hpcctl spin=$bin/hpcd-spin
+here=$(cd "$(dirname "$0")" && pwd) # hpcd_ctl.py, the Python helpers' control socket
 work=$(mktemp -d /tmp/hpcd-it.XXXXXX)
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
 export HPC_SYSFS=$work/no-kernel # this suite tests hpcd, whatever the kernel has
@@ -244,19 +245,13 @@ check "hpcctl run --set bogus=1: exit 2" test $rc -eq 2
 d=$!; pids+=($d)
 wait_for 5 ctl_up
 sleep 30 & s=$!; pids+=($s)
-$py - "$HPCD_CONTROL" $s >"$work/released" 2>&1 <<'PY' &
-import json, os, signal, socket, sys, time
-path, pid = sys.argv[1], int(sys.argv[2])
-def conn():
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(path)
-    return c, c.makefile("r")
-w, wf = conn()
-w.sendall(b'{"cmd":"watch"}\n')
-wf.readline()
-c, cf = conn()
-c.sendall(json.dumps({"cmd": "add", "pid": pid, "name": "sleeper"}).encode() + b"\n")
-print("add:", cf.readline().strip())
+$py - "$here" "$HPCD_CONTROL" $s >"$work/released" 2>&1 <<'PY' &
+import json, os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from hpcd_ctl import watch_and_add
+pid = int(sys.argv[3])
+w, wf, added = watch_and_add(sys.argv[2], pid, "sleeper")
+print("add:", added)
 os.kill(pid, signal.SIGKILL)
 w.settimeout(10)
 for line in wf:
@@ -289,19 +284,12 @@ wait_for 5 ctl_up
 bash -c 'sleep 60 & sleep 60 & wait' & l=$!; pids+=($l)
 wait_for 5 '[ "$(pgrep -P $l | wc -l)" -eq 2 ]'
 read -r r0 r1 <<<"$(pgrep -P $l | sort -n | tr '\n' ' ')"
-$py - "$HPCD_CONTROL" "$HPCD_SOCKET" $l $r0 $r1 >"$work/order" 2>&1 <<'PY' &
-import json, socket, struct, sys, time
-ctl, mon, l, r0, r1 = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
-def conn():
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(ctl)
-    return c, c.makefile("r")
-w, wf = conn()
-w.sendall(b'{"cmd":"watch"}\n')
-wf.readline()
-c, cf = conn()
-c.sendall(json.dumps({"cmd": "add", "pid": l, "name": "launcher"}).encode() + b"\n")
-cf.readline()
+$py - "$here" "$HPCD_CONTROL" "$HPCD_SOCKET" $l $r0 $r1 >"$work/order" 2>&1 <<'PY' &
+import json, socket, struct, sys
+sys.path.insert(0, sys.argv[1])
+from hpcd_ctl import watch_and_add
+mon, l, r0, r1 = sys.argv[3], *map(int, sys.argv[4:])
+w, wf, _ = watch_and_add(sys.argv[2], l, "launcher")
 for rank, pid in enumerate((r0, r1)):
     m = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     m.connect(mon)
