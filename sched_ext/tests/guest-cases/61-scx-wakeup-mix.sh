@@ -5,7 +5,8 @@
 # and unpinned, scx_hpc in RR mode with its default slice:
 #  A  a task sleeping 1 ms in a loop beside 4 busy tasks and 2 hackbench
 #     groups (restarted for the whole ~5 s), the SMT emulation off (--set
-#     backend=none): worst lateness <= 2 slices; with it, reported beside;
+#     backend=none): worst lateness <= 2 slices (over it, measured once
+#     more, the second run counts); with it, reported beside;
 #  B  hackbench (4 groups, 500 loops) as SCHED_EXT with the SMT emulation
 #     off (--set backend=none) and as SCHED_OTHER (left in fair: partial
 #     mode), alternately 3 times each: median EXT <= 1.3 x median OTHER;
@@ -39,13 +40,24 @@ field() { sed -n "s/^$1=//p" "$2" | head -n 1; }
 # latency), then with it (reported: a context at a low priority runs at 174
 # permille of a CPU)
 $SCX_HPC --set backend=none > /dev/null 2>&1 || nok "A: --set backend=none"
-$WM probe -p 7 -t 5 -b 4 -g 2 -l 200 > /tmp/wm-a 2>&1
-rc=$?
-sed 's/^/# probe, emulation off: /' /tmp/wm-a
-max=$(field probe_late_max_us /tmp/wm-a)
-loops=$(field probe_loops /tmp/wm-a)
+# Over the bound, measured once more and the second run counts: a host that
+# takes the guest's vCPUs away for a moment disturbs one run, a wake-up that
+# waits for a round both.
+twice=
+for run in 1 2; do
+	$WM probe -p 7 -t 5 -b 4 -g 2 -l 200 > /tmp/wm-a 2>&1
+	rc=$?
+	sed 's/^/# probe, emulation off: /' /tmp/wm-a
+	max=$(field probe_late_max_us /tmp/wm-a)
+	loops=$(field probe_loops /tmp/wm-a)
+	if [ $rc != 0 ] || [ -z "$max" ] || [ "$max" -le $((2 * slice)) ] || [ $run = 2 ]; then
+		break
+	fi
+	diag "A: worst lateness $max us > $((2 * slice)) us: measured once more"
+	twice=", measured twice"
+done
 if [ $rc = 0 ] && [ -n "$max" ] && [ -n "$loops" ]; then
-	check "A: woken SCHED_EXT probe's worst lateness $max us <= 2 slices ($((2 * slice)) us), $loops wake-ups" \
+	check "A: woken SCHED_EXT probe's worst lateness $max us <= 2 slices ($((2 * slice)) us), $loops wake-ups$twice" \
 		test "$max" -le $((2 * slice)) -a "$loops" -ge 10
 else
 	nok "A: probe beside 4 busy SCHED_EXT tasks and 2 hackbench groups ran (status $rc)"
