@@ -598,8 +598,7 @@ void Daemon::sample()
 	std::vector<int> gone;
 	for (auto &[pid, t] : e.tasks) {
 		const std::string base = "/proc/" + std::to_string(pid);
-		auto st = read_file(base + "/stat");
-		auto ps = st ? parse_proc_stat(*st) : std::nullopt;
+		auto ps = proc_stat(pid);
 		if (!ps || ps->state == 'Z' || ps->state == 'X') {
 			gone.push_back(pid);
 			continue;
@@ -698,8 +697,7 @@ void Daemon::log_records()
 // hpcd's own CPU time so far (utime + stime of /proc/self/stat), in ms.
 uint64_t own_cpu_ms()
 {
-	auto t = read_file("/proc/self/stat");
-	auto s = t ? parse_proc_stat(*t) : std::nullopt;
+	auto s = proc_stat(0);
 	long hz = ::sysconf(_SC_CLK_TCK);
 	return s && hz > 0 ? (s->utime + s->stime) * 1000 / static_cast<uint64_t>(hz) : 0;
 }

@@ -237,17 +237,21 @@ std::string proc_comm(int pid)
 	return *t;
 }
 
+std::optional<ProcStat> proc_stat(int pid)
+{
+	auto t = read_file("/proc/" + (pid ? std::to_string(pid) : std::string("self")) + "/stat");
+	return t ? parse_proc_stat(*t) : std::nullopt;
+}
+
 bool proc_alive(int pid)
 {
-	auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
-	auto s = t ? parse_proc_stat(*t) : std::nullopt;
+	auto s = proc_stat(pid);
 	return s && s->state != 'Z' && s->state != 'X';
 }
 
 bool exec_done(int pid)
 {
-	auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
-	auto s = t ? parse_proc_stat(*t) : std::nullopt;
+	auto s = proc_stat(pid);
 	return s && s->env_end != 0;
 }
 
@@ -261,8 +265,7 @@ int open_pidfd(int pid)
 bool is_descendant(int pid, int ancestor)
 {
 	for (int i = 0; i < 64 && pid > 1; i++) {
-		auto t = read_file("/proc/" + std::to_string(pid) + "/stat");
-		auto s = t ? parse_proc_stat(*t) : std::nullopt;
+		auto s = proc_stat(pid);
 		if (!s)
 			return false;
 		if (s->ppid == ancestor)

@@ -1,6 +1,8 @@
 // Small Linux helpers of hpcd: CPU lists, affinity, topology (hwloc), clocks.
 #pragma once
 
+#include "procstat.hpp"
+
 #include <sys/un.h>
 
 #include <cstdint>
@@ -58,6 +60,8 @@ bool set_affinity(int pid, const std::vector<int> &cpus);
 uint64_t mono_ns();
 // The process's command name (/proc/<pid>/comm), "" if gone.
 std::string proc_comm(int pid);
+// /proc/<pid>/stat parsed (pid 0: hpcd itself), nullopt if gone.
+std::optional<ProcStat> proc_stat(int pid);
 bool proc_alive(int pid);
 // False while exec is still setting up the process's environment (or it is
 // gone): its /proc/<pid>/environ is empty then, whatever it will hold.
