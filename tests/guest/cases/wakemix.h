@@ -16,7 +16,8 @@
  *                   sender sends L 100-byte messages to each receiver of its
  *                   group; the wall time from the release to the last exit.
  *   wm_shares()     N identical busy loops: the CPU time (and the loop
- *                   count) each got over the same interval.
+ *                   count) each got over the same interval; optionally
+ *                   N-1 on CPU 0 and 1 on CPU 1 for 100 ms, then unpinned.
  *
  * Every measured task is a process of its own and sets itself to the policy
  * (sched_setscheduler, priority 0) before a common release: the tasks of a
@@ -69,6 +70,7 @@
 
 #define WM_MAX_GROUPS		32	/* hackbench groups */
 #define WM_MAX_BUSY		64	/* busy loops of probe and shares */
+#define WM_SKEW_MS		100	/* shares: pinned so long after a skewed start */
 #define WM_GROUP_FDS		10	/* senders and receivers per group */
 #define WM_MSG_SIZE		100	/* bytes per message */
 #define WM_MAX_POOL		(WM_MAX_GROUPS * 2 * WM_GROUP_FDS + WM_MAX_BUSY + 2)
@@ -635,7 +637,8 @@ struct wm_ctl {
 	struct {
 		volatile uint64_t count;	/* work units done */
 		volatile uint64_t cpu_ns;	/* CPU time over the interval */
-		char pad[48];
+		volatile int unpin_err;		/* errno of its unpinning (skewed start) */
+		char pad[44];
 	} task[WM_MAX_BUSY];
 	uint64_t late[];		/* probe: lateness of each wake-up, ns */
 };
@@ -655,17 +658,40 @@ struct wm_probe_res {
 	uint64_t hb_rounds;	/* hackbench rounds completed meanwhile */
 };
 
-/* A busy loop until the deadline or the stop flag. */
-static inline void wm_busy(struct wm_ctl *c, int i)
+/* Let @pid run on every online CPU again; 0 or -errno. */
+static inline int wm_unpin(pid_t pid)
 {
-	uint64_t x = 88172645463325252ULL + (uint64_t)i, n = 0;
+	int i, ncpu = wm_ncpus();
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (i = 0; i < ncpu && i < CPU_SETSIZE; i++)
+		CPU_SET(i, &set);
+	return sched_setaffinity(pid, sizeof(set), &set) ? -errno : 0;
+}
+
+/*
+ * A busy loop until the deadline or the stop flag. @unpin_ms > 0: it started
+ * pinned, and lets itself run on every CPU after that long.
+ */
+static inline void wm_busy(struct wm_ctl *c, int i, int unpin_ms)
+{
+	uint64_t x = 88172645463325252ULL + (uint64_t)i, n = 0, now;
 	uint64_t c0 = wm_thread_cpu();
+	uint64_t unpin_at = unpin_ms > 0 ? wm_now() + (uint64_t)unpin_ms * 1000000ULL : 0;
 
 	for (;;) {
 		x = wm_work(x);
 		n++;
-		if (!(n & 255) && (c->stop || wm_now() >= c->t_end))
+		if (n & 255)
+			continue;
+		now = wm_now();
+		if (c->stop || now >= c->t_end)
 			break;
+		if (unpin_at && now >= unpin_at) {
+			unpin_at = 0;
+			c->task[i].unpin_err = -wm_unpin(0);
+		}
 	}
 	c->task[i].count = n;
 	c->task[i].cpu_ns = wm_thread_cpu() - c0;
@@ -788,7 +814,7 @@ static inline int wm_probe(const struct wm_probe_cfg *cfg, struct wm_probe_res *
 	for (i = 0; i < cfg->nbusy; i++) {
 		pid = wm_spawn(&p, cfg->policy, cfg->pin ? i % ncpu : -1, 0);
 		if (pid == 0)
-			wm_busy(c, i);
+			wm_busy(c, i, 0);
 		if (pid < 0)
 			goto fail_fork;
 	}
@@ -844,6 +870,7 @@ static inline void wm_probe_print(FILE *f, const struct wm_probe_res *r)
 
 struct wm_shares_res {
 	int n;
+	pid_t pid[WM_MAX_BUSY];		/* of each busy loop */
 	uint64_t count[WM_MAX_BUSY];	/* work units done */
 	uint64_t cpu_ns[WM_MAX_BUSY];	/* CPU time (CLOCK_THREAD_CPUTIME_ID) */
 	uint64_t wall_ns;		/* the interval */
@@ -858,11 +885,14 @@ static inline double wm_ratio(uint64_t max, uint64_t min)
 }
 
 /*
- * The shares measurement: @n identical busy loops at @policy, unpinned,
- * for @secs. Each samples its own CPU time from its release to its first
- * run after the deadline.
+ * The shares measurement: @n identical busy loops at @policy for @secs.
+ * Each samples its own CPU time from its release to its first run after
+ * the deadline. @skew: all but the last run on CPU 0 and the last on CPU 1
+ * (3 : 1 for 4 tasks) for the first WM_SKEW_MS, then each unpins itself:
+ * tasks that never sleep wake nowhere, so only the scheduler's balancing of
+ * the task counts can even them out. Otherwise unpinned from the start.
  */
-static inline int wm_shares(int policy, int secs, int n, struct wm_shares_res *res,
+static inline int wm_shares(int policy, int secs, int n, int skew, struct wm_shares_res *res,
 			    char *err, size_t len)
 {
 	struct wm_pool p;
@@ -877,6 +907,11 @@ static inline int wm_shares(int policy, int secs, int n, struct wm_shares_res *r
 			 WM_MAX_BUSY);
 		return WM_EPOLICY;
 	}
+	if (skew && (n < 2 || wm_ncpus() < 2)) {
+		snprintf(err, len, "a skewed start needs 2 tasks and 2 CPUs (%d tasks, %d CPUs)",
+			 n, wm_ncpus());
+		return WM_EPOLICY;
+	}
 	c = wm_shared(sizeof(*c));
 	if (!c) {
 		snprintf(err, len, "mmap: %s", strerror(errno));
@@ -889,9 +924,10 @@ static inline int wm_shares(int policy, int secs, int n, struct wm_shares_res *r
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		pid = wm_spawn(&p, policy, -1, 0);
+		pid = wm_spawn(&p, policy, skew ? i == n - 1 : -1, 0);
 		if (pid == 0)
-			wm_busy(c, i);
+			wm_busy(c, i, skew ? WM_SKEW_MS : 0);
+		res->pid[i] = pid;
 		if (pid < 0) {
 			snprintf(err, len, "fork: %s", strerror(-pid));
 			wm_pool_end(&p);
@@ -908,6 +944,14 @@ static inline int wm_shares(int policy, int secs, int n, struct wm_shares_res *r
 	wm_pool_end(&p);
 	if (rc)
 		goto out;
+	for (i = 0; i < n; i++) {
+		if (c->task[i].unpin_err) {
+			snprintf(err, len, "task %d: sched_setaffinity: %s", i,
+				 strerror(c->task[i].unpin_err));
+			rc = WM_FAIL;
+			goto out;
+		}
+	}
 	res->n = n;
 	res->wall_ns = c->t_end - t0;
 	res->cpu_min = res->count_min = UINT64_MAX;
@@ -940,8 +984,8 @@ static inline void wm_shares_print(FILE *f, const struct wm_shares_res *r)
 		r->cpu_min / 1e6, r->cpu_max / 1e6, r->ratio, (unsigned long long)r->count_min,
 		(unsigned long long)r->count_max, r->count_ratio, r->wall_ns / 1e6);
 	for (i = 0; i < r->n; i++)
-		fprintf(f, "share_%d=%llu\ncpu_ms_%d=%.1f\n", i,
-			(unsigned long long)r->count[i], i, r->cpu_ns[i] / 1e6);
+		fprintf(f, "share_%d=%llu\ncpu_ms_%d=%.1f\npid_%d=%d\n", i,
+			(unsigned long long)r->count[i], i, r->cpu_ns[i] / 1e6, i, (int)r->pid[i]);
 }
 
 #endif /* HPCSCHED_WAKEMIX_H */
