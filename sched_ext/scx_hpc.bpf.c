@@ -149,6 +149,7 @@ struct task_ctx {
 	u64 throttled_ns;
 	u64 run_start;
 	u64 run_ns;
+	u64 wake_run_ns;	/* run_ns when it last woke up */
 	u64 vtime;		/* queue order (hpc_queue.h) */
 	s32 vtime_cpu;		/* the CPU whose queue vtime is relative to */
 	u32 preempted;		/* held back by the budget: keeps its place */
@@ -418,6 +419,19 @@ static void charge(struct scx_hpc_cpu *c, u64 now)
 /* --------------------------------------------------------------- queue */
 
 /*
+ * The CPU time @tc's task has used since it last woke up (its burst,
+ * hpc_queue.h), now that it wakes up again; the time it waited to run is
+ * not in it.
+ */
+static u64 wake_burst(struct task_ctx *tc)
+{
+	u64 burst = tc->run_ns - tc->wake_run_ns;
+
+	tc->wake_run_ns = tc->run_ns;
+	return burst;
+}
+
+/*
  * Queue @p on @cpu's DSQ in the order of hpc_queue.h. Round-robin: by
  * virtual time, placed against @cpu's queue. FIFO: by the time it became
  * runnable. A task its CPU's budget held back keeps its place.
@@ -446,7 +460,7 @@ static __always_inline void queue_task(struct task_struct *p,
 			tc->vtime += c->vtime - from->vtime;
 		tc->vtime = hpc_queue_vtime(tc->vtime, c->vtime, slice,
 					    flags & SCX_ENQ_WAKEUP ?
-					    hpc_task_burst(&tc->t) : 0);
+					    wake_burst(tc) : 0);
 	}
 	tc->vtime_cpu = cpu;
 	scx_bpf_dispatch_vtime(p, cpu, slice, tc->vtime, flags);
@@ -805,6 +819,7 @@ void BPF_STRUCT_OPS(hpc_enable, struct task_struct *p)
 	tc->throttled_at = 0;
 	tc->throttled_ns = 0;
 	tc->run_ns = 0;
+	tc->wake_run_ns = 0;
 	tc->preempted = 0;
 	publish_info(p, tc, scx_bpf_task_cpu(p), 0);
 }

@@ -41,7 +41,7 @@ static void queue_vtime_clamps(void **state)
 	assert_int_equal(hpc_queue_vtime(q + MS(50), q, slice, 0), q + MS(50));
 	assert_int_equal(hpc_queue_vtime(q + slice + 1, q, slice, 0), q + slice);
 	assert_int_equal(hpc_queue_vtime(~0ULL, q, slice, 0), q - credit);
-	/* The shorter the compute phase before the wake-up, the earlier. */
+	/* The shorter the burst (CPU time) before the wake-up, the earlier. */
 	assert_int_equal(hpc_queue_vtime(0, q, slice, US(20)), q - credit + US(20));
 	assert_int_equal(hpc_queue_vtime(0, q, slice, MS(1)), q - credit + MS(1));
 	assert_int_equal(hpc_queue_vtime(0, q, slice, MS(50)), q);
@@ -50,25 +50,6 @@ static void queue_vtime_clamps(void **state)
 	assert_int_equal(hpc_queue_vtime(0 - MS(10), 0, slice, 0), 0 - credit);
 	assert_int_equal(hpc_queue_vtime(5, 0, slice, 0), 5);
 	assert_int_equal(hpc_queue_vtime(MS(200), 0, slice, 0), slice);
-	(void)state;
-}
-
-/*
- * hpc_task_burst(): the compute phase a wake-up closed, or the open one
- * after a wait too short to close it.
- */
-static void task_burst(void **state)
-{
-	struct hpc_params p;
-	struct hpc_task t;
-	u64 now = 0;
-
-	hpc_params_default(&p);
-	hpc_task_init(&t, 0, &p);
-	run_iter(&t, &now, US(20), MS(1), &p, HPC_CLASS_NONE);
-	assert_int_equal(hpc_task_burst(&t), US(20));
-	run_iter(&t, &now, MS(2), US(10), &p, HPC_CLASS_NONE);
-	assert_int_equal(hpc_task_burst(&t), MS(2) + US(10));
 	(void)state;
 }
 
@@ -141,7 +122,6 @@ int main(void)
 		cmocka_unit_test(vtime_order_wraps),
 		cmocka_unit_test(wake_credit),
 		cmocka_unit_test(queue_vtime_clamps),
-		cmocka_unit_test(task_burst),
 		cmocka_unit_test(wake_preempts),
 		cmocka_unit_test(queue_advance),
 		cmocka_unit_test(frequent_waker_gets_its_share),

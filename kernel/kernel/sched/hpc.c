@@ -335,6 +335,7 @@ static void hpc_entity_init(struct task_struct *p, u64 now)
 	hpc_task_init(hpc_it(p), now, &c->p);
 	/* FIFO: it arrives now; round-robin: first, as a woken task. */
 	hse->vtime = c->queue == HPC_QUEUE_FIFO ? now : 0;
+	hse->wake_exec = p->se.sum_exec_runtime;
 	hse->time_slice = hpc_timeslice_ns(c);
 	hse->throttled_ns = 0;
 	hse->throttled = 0;
@@ -407,6 +408,19 @@ static void hpc_account_sibling(struct rq *rq, struct task_struct *p, u64 now)
 	}
 }
 
+/*
+ * The CPU time @p has used since it last woke up (its burst, hpc_queue.h),
+ * now that it wakes up again. Time spent runnable but waiting is not in
+ * it: a task kept waiting does not lose its place at the next wake-up.
+ */
+static u64 hpc_wake_burst(struct task_struct *p)
+{
+	u64 burst = p->se.sum_exec_runtime - p->hpc.wake_exec;
+
+	p->hpc.wake_exec = p->se.sum_exec_runtime;
+	return burst;
+}
+
 /* Where @hse goes on @rq's queue (hpc_queue.h). */
 static u64 hpc_enqueue_vtime(struct rq *rq, struct sched_hpc_entity *hse,
 			     int flags)
@@ -421,7 +435,7 @@ static u64 hpc_enqueue_vtime(struct rq *rq, struct sched_hpc_entity *hse,
 		return flags & ENQUEUE_RESTORE ? hse->vtime : hpc_clock();
 	return hpc_queue_vtime(hse->vtime, rq->hpc.vtime, hpc_timeslice_ns(c),
 			       flags & ENQUEUE_WAKEUP ?
-			       hpc_task_burst(hpc_it(hpc_task_of(hse))) : 0);
+			       hpc_wake_burst(hpc_task_of(hse)) : 0);
 }
 
 #ifdef CONFIG_SMP
@@ -544,8 +558,8 @@ static u64 hpc_ran(struct rq *rq, struct task_struct *curr)
 
 /*
  * Round-robin: a woken task (@p) preempts the running one if it is ahead by
- * more than the core's margin (hpc_wake_preempts()); if it is not yet, the
- * tick checks again while it waits (hpc_tick_preempt()).
+ * more than the core's margin (hpc_wake_preempts()). Until it runs, the
+ * tick checks again (hpc_tick_preempt()).
  */
 static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
 {
@@ -556,27 +570,35 @@ static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
 		return;
 	update_curr_hpc(rq);
 	if (hpc_wake_preempts(p->hpc.vtime, curr->hpc.vtime, hpc_ran(rq, curr),
-			      hpc_timeslice_ns(c))) {
-		rq->hpc.wake_pending = 0;
+			      hpc_timeslice_ns(c)))
 		resched_curr(rq);
-		return;
-	}
-	if (!rq->hpc.wake_pending ||
-	    hpc_vtime_before(p->hpc.vtime, rq->hpc.wake_vtime))
-		rq->hpc.wake_vtime = p->hpc.vtime;
-	rq->hpc.wake_pending = 1;
 }
 
-/* At the tick of @curr: a woken task waits that is ahead enough by now. */
+/* Has @p not run since it woke up (or was created)? */
+static bool hpc_woken_waiting(struct task_struct *p)
+{
+	return p->se.sum_exec_runtime == p->hpc.wake_exec;
+}
+
+/*
+ * At the tick of @curr: the first task that waits in the queue (@curr stays
+ * in it while it runs) woke up, has not run since, and is ahead enough by
+ * now. It may not have been ahead enough at its wake-up, or a task queued
+ * before it (another woken one, or one placed at the least a move allows)
+ * was picked first: either way it waits no longer than that margin.
+ */
 static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
 			     const struct hpc_conf *c)
 {
-	if (!rq->hpc.wake_pending || c->queue != HPC_QUEUE_RR ||
-	    !hpc_wake_preempts(rq->hpc.wake_vtime, curr->hpc.vtime,
-			       hpc_ran(rq, curr), hpc_timeslice_ns(c)))
+	struct sched_hpc_entity *next = hpc_queue_first(rq);
+
+	if (c->queue != HPC_QUEUE_RR)
 		return false;
-	rq->hpc.wake_pending = 0;
-	return true;
+	if (next == &curr->hpc)
+		next = hpc_queue_next(next);
+	return next && hpc_woken_waiting(hpc_task_of(next)) &&
+	       hpc_wake_preempts(next->vtime, curr->hpc.vtime,
+				 hpc_ran(rq, curr), hpc_timeslice_ns(c));
 }
 
 static struct task_struct *pick_task_hpc(struct rq *rq)
@@ -600,8 +622,6 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 	p->se.exec_start = rq_clock_task(rq);
 	if (!hse->time_slice)
 		hse->time_slice = hpc_timeslice_ns(c);
-	/* A woken task waited ahead of this one, if anywhere: it runs now. */
-	rq->hpc.wake_pending = 0;
 	rq->hpc.pick_exec = p->se.sum_exec_runtime;
 
 	/* A new priority takes effect when the task (re)starts computing. */
@@ -955,7 +975,6 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 
 	rq->hpc.queue = RB_ROOT_CACHED;
 	rq->hpc.vtime = 0;
-	rq->hpc.wake_pending = 0;
 	rq->hpc.nr_queued = 0;
 	rq->hpc.throttled = 0;
 	hpc_backend->init_rq(rq, cpu);

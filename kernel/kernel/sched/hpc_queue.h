@@ -11,9 +11,10 @@
  * back): an HPC task wakes up when the message it waited for arrived, and
  * is the task the others wait for, so it runs first, and preempts the task
  * running there if that one is more than half the credit ahead and has run
- * for half the credit since it was picked. Among the
- * tasks that woke, the one whose last compute phase (hpc_task_burst()) was
- * the shortest goes first: a short wait-compute cycle is not held up by
+ * for half the credit since it was picked. Among the tasks that woke, the
+ * one whose last burst was the shortest goes first (the CPU time it used
+ * between its last two wake-ups, which the front end measures; not the
+ * time it waited to run): a short wait-compute cycle is not held up by
  * longer ones. The credit is bounded, so a task that wakes up often cannot
  * starve the busy ones: it gets its fair share of the CPU, not more. A
  * task that moves to another CPU keeps its place relative to the queue
@@ -44,19 +45,9 @@ static inline u64 hpc_wake_credit(u64 slice_ns)
 }
 
 /*
- * The compute phase of @t that ended when it woke up: the one its wake-up
- * closed (its last t_R), or the one that goes on after a wait too short
- * to close it.
- */
-static inline u64 hpc_task_burst(const struct hpc_task *t)
-{
-	return t->cur_run ? t->cur_run : t->last_run;
-}
-
-/*
  * The virtual time to queue a task at that becomes runnable with @vtime on
- * a queue at @queue_vtime, having woken up after a compute phase of
- * @burst_ns (0 if it did not wake up): within
+ * a queue at @queue_vtime, having woken up after a burst of @burst_ns of
+ * CPU time (0 if it did not wake up): within
  * [queue - credit + min(burst, credit), queue + slice].
  */
 static inline u64 hpc_queue_vtime(u64 vtime, u64 queue_vtime, u64 slice_ns,
