@@ -419,19 +419,6 @@ static void charge(struct scx_hpc_cpu *c, u64 now)
 /* --------------------------------------------------------------- queue */
 
 /*
- * The CPU time @tc's task has used since it last woke up (its burst,
- * hpc_queue.h), now that it wakes up again; the time it waited to run is
- * not in it.
- */
-static u64 wake_burst(struct task_ctx *tc)
-{
-	u64 burst = tc->run_ns - tc->wake_run_ns;
-
-	tc->wake_run_ns = tc->run_ns;
-	return burst;
-}
-
-/*
  * Queue @p on @cpu's DSQ in the order of hpc_queue.h. Round-robin: by
  * virtual time, placed against @cpu's queue. FIFO: by the time it became
  * runnable. A task its CPU's budget held back keeps its place.
@@ -460,7 +447,8 @@ static __always_inline void queue_task(struct task_struct *p,
 			tc->vtime += c->vtime - from->vtime;
 		tc->vtime = hpc_queue_vtime(tc->vtime, c->vtime, slice,
 					    flags & SCX_ENQ_WAKEUP ?
-					    wake_burst(tc) : 0);
+					    hpc_wake_burst(&tc->wake_run_ns,
+							   tc->run_ns) : 0);
 	}
 	tc->vtime_cpu = cpu;
 	scx_bpf_dispatch_vtime(p, cpu, slice, tc->vtime, flags);

@@ -54,6 +54,21 @@ static void queue_vtime_clamps(void **state)
 }
 
 /*
+ * hpc_wake_burst(): the CPU time used since the previous wake-up; the mark
+ * moves on, so the next burst counts from here.
+ */
+static void wake_burst(void **state)
+{
+	u64 mark = 0;
+
+	assert_int_equal(hpc_wake_burst(&mark, US(20)), US(20));
+	assert_int_equal(mark, US(20));
+	assert_int_equal(hpc_wake_burst(&mark, MS(2)), MS(2) - US(20));
+	assert_int_equal(hpc_wake_burst(&mark, MS(2)), 0);
+	(void)state;
+}
+
+/*
  * A woken task preempts only when ahead by more than half its credit, and
  * once the running task has run for half the credit since it was picked.
  */
@@ -122,6 +137,7 @@ int main(void)
 		cmocka_unit_test(vtime_order_wraps),
 		cmocka_unit_test(wake_credit),
 		cmocka_unit_test(queue_vtime_clamps),
+		cmocka_unit_test(wake_burst),
 		cmocka_unit_test(wake_preempts),
 		cmocka_unit_test(queue_advance),
 		cmocka_unit_test(frequent_waker_gets_its_share),

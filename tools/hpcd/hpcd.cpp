@@ -597,13 +597,12 @@ void Daemon::sample()
 	read_monitor();
 	std::vector<int> gone;
 	for (auto &[pid, t] : e.tasks) {
-		const std::string base = "/proc/" + std::to_string(pid);
 		auto ps = proc_stat(pid);
 		if (!ps || ps->state == 'Z' || ps->state == 'X') {
 			gone.push_back(pid);
 			continue;
 		}
-		auto ss = read_file(base + "/schedstat");
+		auto ss = read_file("/proc/" + std::to_string(pid) + "/schedstat");
 		uint64_t run = ss ? parse_schedstat(*ss).value_or(0) : 0;
 		uint64_t now = mono_ns();
 		auto tr = trackers_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000).first;

@@ -408,25 +408,13 @@ static void hpc_account_sibling(struct rq *rq, struct task_struct *p, u64 now)
 	}
 }
 
-/*
- * The CPU time @p has used since it last woke up (its burst, hpc_queue.h),
- * now that it wakes up again. Time spent runnable but waiting is not in
- * it: a task kept waiting does not lose its place at the next wake-up.
- */
-static u64 hpc_wake_burst(struct task_struct *p)
-{
-	u64 burst = p->se.sum_exec_runtime - p->hpc.wake_exec;
-
-	p->hpc.wake_exec = p->se.sum_exec_runtime;
-	return burst;
-}
-
 /* Where @hse goes on @rq's queue (hpc_queue.h). */
 static u64 hpc_enqueue_vtime(struct rq *rq, struct sched_hpc_entity *hse,
 			     int flags)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct sched_hpc_entity *first = hpc_queue_first(rq);
+	struct task_struct *p = hpc_task_of(hse);
 
 	if (flags & ENQUEUE_HEAD)
 		return first ? first->vtime - 1 : rq->hpc.vtime;
@@ -435,7 +423,8 @@ static u64 hpc_enqueue_vtime(struct rq *rq, struct sched_hpc_entity *hse,
 		return flags & ENQUEUE_RESTORE ? hse->vtime : hpc_clock();
 	return hpc_queue_vtime(hse->vtime, rq->hpc.vtime, hpc_timeslice_ns(c),
 			       flags & ENQUEUE_WAKEUP ?
-			       hpc_wake_burst(hpc_task_of(hse)) : 0);
+			       hpc_wake_burst(&hse->wake_exec,
+					      p->se.sum_exec_runtime) : 0);
 }
 
 #ifdef CONFIG_SMP

@@ -12,13 +12,13 @@
  * is the task the others wait for, so it runs first, and preempts the task
  * running there if that one is more than half the credit ahead and has run
  * for half the credit since it was picked. Among the tasks that woke, the
- * one whose last burst was the shortest goes first (the CPU time it used
- * between its last two wake-ups, which the front end measures; not the
- * time it waited to run): a short wait-compute cycle is not held up by
- * longer ones. The credit is bounded, so a task that wakes up often cannot
- * starve the busy ones: it gets its fair share of the CPU, not more. A
- * task that moves to another CPU keeps its place relative to the queue
- * (its virtual time minus the old queue's, plus the new one's).
+ * one whose last burst (hpc_wake_burst(): the CPU time it used between its
+ * last two wake-ups, not the time it waited to run) was the shortest goes
+ * first: a short wait-compute cycle is not held up by longer ones. The
+ * credit is bounded, so a task that wakes up often cannot starve the busy
+ * ones: it gets its fair share of the CPU, not more. A task that moves to
+ * another CPU keeps its place relative to the queue (its virtual time
+ * minus the old queue's, plus the new one's).
  *
  * FIFO: no virtual time; tasks run in the order they became runnable and a
  * waking task never preempts one of its class (SCHED_FIFO's rule).
@@ -42,6 +42,21 @@ static inline u64 hpc_wake_credit(u64 slice_ns)
 {
 	return slice_ns / 2 < HPC_WAKE_CREDIT_NS ? slice_ns / 2 :
 						   HPC_WAKE_CREDIT_NS;
+}
+
+/*
+ * The burst of a task that wakes up: the CPU time it has used since its
+ * previous wake-up, from @run_ns, all the CPU time it has used as the front
+ * end counts it, and *@mark, what that was at the previous wake-up (moved
+ * on to @run_ns). The time it waited to run is not in it: a task kept
+ * waiting does not lose its place at its next wake-up.
+ */
+static inline u64 hpc_wake_burst(u64 *mark, u64 run_ns)
+{
+	u64 burst = run_ns - *mark;
+
+	*mark = run_ns;
+	return burst;
 }
 
 /*

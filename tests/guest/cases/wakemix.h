@@ -658,8 +658,8 @@ struct wm_probe_res {
 	uint64_t hb_rounds;	/* hackbench rounds completed meanwhile */
 };
 
-/* Let @pid run on every online CPU again; 0 or -errno. */
-static inline int wm_unpin(pid_t pid)
+/* Let the calling task run on every online CPU again; 0 or -errno. */
+static inline int wm_unpin(void)
 {
 	int i, ncpu = wm_ncpus();
 	cpu_set_t set;
@@ -667,7 +667,7 @@ static inline int wm_unpin(pid_t pid)
 	CPU_ZERO(&set);
 	for (i = 0; i < ncpu && i < CPU_SETSIZE; i++)
 		CPU_SET(i, &set);
-	return sched_setaffinity(pid, sizeof(set), &set) ? -errno : 0;
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
 /*
@@ -690,7 +690,7 @@ static inline void wm_busy(struct wm_ctl *c, int i, int unpin_ms)
 			break;
 		if (unpin_at && now >= unpin_at) {
 			unpin_at = 0;
-			c->task[i].unpin_err = -wm_unpin(0);
+			c->task[i].unpin_err = -wm_unpin();
 		}
 	}
 	c->task[i].count = n;
