@@ -70,5 +70,8 @@ check-guest-harness: kernel
 check-guest-x86-smp2: kernel guest-initrd
 	@tests/run-suite guest-x86-smp2 -- $(GUEST_DIR)/run-qemu --name smp2 --smp 2
 
+# 4 vCPUs on a 2-CPU host take about 1.5 times as long for the timed cases:
+# the whole boot may take 900 s (GUEST_TIMEOUT overrides).
 check-guest-x86-smp4: kernel guest-initrd
-	@tests/run-suite guest-x86-smp4 -- $(GUEST_DIR)/run-qemu --name smp4 --smp 4
+	@tests/run-suite guest-x86-smp4 -- $(GUEST_DIR)/run-qemu --name smp4 --smp 4 \
+		--timeout $(or $(GUEST_TIMEOUT),900)

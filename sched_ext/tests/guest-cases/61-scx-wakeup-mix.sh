@@ -5,19 +5,22 @@
 # and unpinned, scx_hpc in RR mode with its default slice:
 #  A  a task sleeping 1 ms in a loop beside 4 busy tasks and 2 hackbench
 #     groups (restarted for the whole ~5 s), the SMT emulation off (--set
-#     backend=none): worst lateness <= 2 slices (over it, measured once
-#     more, the second run counts); with it, reported beside;
-#  B  hackbench (4 groups, 500 loops) as SCHED_EXT with the SMT emulation
-#     off (--set backend=none) and as SCHED_OTHER (left in fair: partial
-#     mode), alternately 3 times each: median EXT <= 1.3 x median OTHER;
-#     the same with the emulation on is measured beside and reported with
+#     backend=none): p99.9 lateness <= 2 slices (the worst, a host's stall
+#     of a vCPU as much as ours, reported beside; over the bound, measured
+#     once more, the second run counts); with the emulation, reported;
+#  B  hackbench (4 groups, 500 loops) as SCHED_OTHER (left in fair: partial
+#     mode) and as SCHED_EXT with the SMT emulation off (--set
+#     backend=none), in 3 blocks of OTHER, EXT, EXT, OTHER: the median of the
+#     3 blocks' ratios EXT / OTHER <= 1.3 (a host load that grows or falls
+#     steadily over a block weighs the same on both); the same with the
+#     emulation on is measured in the middle of each block and reported with
 #     the model's prediction (both busy contexts of an emulated core at
 #     hpc_smt_speed(4, 4, busy) = 600 permille, kernel/kernel/sched/hpc_smt.c);
 #  C  4 identical busy tasks for ~8 s, the first 100 ms 3 on CPU 0 and 1 on
 #     CPU 1, then unpinned (-S: tasks that never sleep are evened out only by
 #     the scheduler's balancing of task counts): CPU time max / min <= 1.2
 #     (over it, measured once more, the second run counts).
-# guest-timeout: 240
+# guest-timeout: 420
 [ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx wakeup mix: no scx image (make scx-guest-initrd)"; exit 1; }
 . /usr/local/share/scx_hpc/lib.sh
 need_scx "scx wakeup mix"
@@ -51,28 +54,35 @@ for run in 1 2; do
 	$WM probe -p 7 -t 5 -b 4 -g 2 -l 200 > /tmp/wm-a 2>&1
 	rc=$?
 	sed 's/^/# probe, emulation off: /' /tmp/wm-a
+	p999=$(field probe_late_p999_us /tmp/wm-a)
 	max=$(field probe_late_max_us /tmp/wm-a)
 	loops=$(field probe_loops /tmp/wm-a)
-	if [ $rc != 0 ] || [ -z "$max" ] || [ "$max" -le $((2 * slice)) ] || [ $run = 2 ]; then
+	if [ $rc != 0 ] || [ -z "$p999" ] || [ "$p999" -le $((2 * slice)) ] || [ $run = 2 ]; then
 		break
 	fi
-	diag "A: worst lateness $max us > $((2 * slice)) us: measured once more"
+	diag "A: p99.9 lateness $p999 us > $((2 * slice)) us: measured once more"
 	twice=", measured twice"
 done
-if [ $rc = 0 ] && [ -n "$max" ] && [ -n "$loops" ]; then
-	check "A: woken SCHED_EXT probe's worst lateness $max us <= 2 slices ($((2 * slice)) us), $loops wake-ups$twice" \
-		test "$max" -le $((2 * slice)) -a "$loops" -ge 10
+if [ $rc = 0 ] && [ -n "$p999" ] && [ -n "$loops" ]; then
+	check "A: woken SCHED_EXT probe's p99.9 lateness $p999 us <= 2 slices ($((2 * slice)) us), worst $max us, $loops wake-ups$twice" \
+		test "$p999" -le $((2 * slice)) -a "$loops" -ge 10
 else
 	nok "A: probe beside 4 busy SCHED_EXT tasks and 2 hackbench groups ran (status $rc)"
 fi
 $SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1 || nok "A: --set backend=x86-smt-emul"
 $WM probe -p 7 -t 5 -b 4 -g 2 -l 200 2>&1 | grep late | sed 's/^/# probe, with the SMT emulation: /'
 
-# B: hackbench, alternately as SCHED_OTHER (0), SCHED_EXT with the SMT
-# emulation off (--set backend=none) and SCHED_EXT with it
-hbo='' hbe='' hbx='' hbfail=''
-for i in 1 2 3; do
-	for m in other none emul; do
+# B: hackbench as SCHED_OTHER (0), SCHED_EXT with the SMT emulation off
+# (--set backend=none) and SCHED_EXT with it, in 3 blocks of the ways
+# forward then backward: a host load that grows or falls steadily over a
+# block weighs the same on every way. A block's ratio is the way's two runs
+# over SCHED_OTHER's two; the median of the 3 counts.
+# add A B: A + B
+add() { awk -v a="$1" -v b="$2" 'BEGIN { print a + b }'; }
+re='' rx='' te=0 tx=0 to=0 hbfail=''
+for blk in 1 2 3; do
+	other=0 none=0 emul=0
+	for m in other none emul emul none other; do
 		p=7
 		case $m in
 		other) p=0 ;;
@@ -85,29 +95,33 @@ for i in 1 2 3; do
 		diag "B: hackbench -g 4 -l 500 as $m: ${s:-failed} s"
 		if [ $rc != 0 ] || [ -z "$s" ]; then
 			sed 's/^/# hackbench: /' /tmp/wm-b
-			hbfail="run $i as $m: status $rc"
+			hbfail="block $blk as $m: status $rc"
 			break 2
 		fi
 		case $m in
-		other) hbo="$hbo $s" ;;
-		none) hbe="$hbe $s" ;;
-		emul) hbx="$hbx $s" ;;
+		other) other=$(add "$other" "$s") ;;
+		none) none=$(add "$none" "$s") ;;
+		emul) emul=$(add "$emul" "$s") ;;
 		esac
 	done
+	re="$re $(awk -v a="$none" -v b="$other" 'BEGIN { printf "%.3f", a / b }')"
+	rx="$rx $(awk -v a="$emul" -v b="$other" 'BEGIN { printf "%.3f", a / b }')"
+	to=$(add "$to" "$other") te=$(add "$te" "$none") tx=$(add "$tx" "$emul")
 done
 $SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1
 if [ -n "$hbfail" ]; then
 	nok "B: hackbench runs ($hbfail)"
 else
+	# median LIST...: the middle one of 3 numbers
+	median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+	# mean SUM: a way's mean run over the 6 runs
+	mean() { awk -v a="$1" 'BEGIN { printf "%.3f", a / 6 }'; }
 	# shellcheck disable=SC2086
-	mo=$(printf '%s\n' $hbo | sort -n | sed -n 2p)
+	ratio=$(median $re)
 	# shellcheck disable=SC2086
-	me=$(printf '%s\n' $hbe | sort -n | sed -n 2p)
+	diag "B: with the SMT emulation: mean $(mean "$tx") s, median ratio $(median $rx) to SCHED_OTHER; the model runs both busy contexts of a core at $EMUL_PERMILLE permille: $(awk -v e=$EMUL_PERMILLE 'BEGIN { printf "%.3f", 1000 / e }') x predicted"
 	# shellcheck disable=SC2086
-	mx=$(printf '%s\n' $hbx | sort -n | sed -n 2p)
-	ratio=$(awk -v a="$me" -v b="$mo" 'BEGIN { printf "%.3f", a / b }')
-	diag "B: with the SMT emulation: $mx s, $(awk -v a="$mx" -v b="$mo" 'BEGIN { printf "%.3f", a / b }') x SCHED_OTHER; the model runs both busy contexts of a core at $EMUL_PERMILLE permille: $(awk -v e=$EMUL_PERMILLE 'BEGIN { printf "%.3f", 1000 / e }') x predicted"
-	check "B: hackbench as SCHED_EXT, emulation off, $me s <= 1.3 x as SCHED_OTHER $mo s (ratio $ratio)" \
+	check "B: hackbench as SCHED_EXT, emulation off, <= 1.3 x as SCHED_OTHER: median ratio $ratio of 3 blocks ($(printf '%s\n' $re | sort -n | tr '\n' ' ' | sed 's/ $//'); mean $(mean "$te") s, $(mean "$to") s)" \
 		awk -v r="$ratio" 'BEGIN { exit !(r <= 1.3) }'
 fi
 

@@ -7,22 +7,27 @@
  * SCHED_HPC and unpinned, the class in RR mode with the default slice:
  *
  *  A  probe: a task sleeping 1 ms in a loop beside 4 busy HPC tasks and 2
- *     hackbench groups (rounds restarted for the whole ~5 s). Its worst
- *     lateness (actual - requested wake time) with no mechanism applied
- *     (backend none) is at most 2 time slices (or the same load's as
- *     normal tasks in this boot, if worse): a woken HPC task must not wait
- *     for every runnable task's slice; over the bound, the reference and
- *     the probe are measured once more, and the second pair counts (a host
- *     that takes the guest's vCPUs away for a moment disturbs one run, a
- *     wake-up that waits for a round both). Checked with 2 vCPUs; with more
- *     (the 4-vCPU boot on a 2-CPU host) only reported, as a SKIP: there
- *     HPC's worst was 2-3 x the normal tasks' (200-450 ms). On x86 the
- *     same with the SMT emulation is reported beside.
+ *     hackbench groups (rounds restarted for the whole ~5 s). Its p99.9
+ *     lateness (actual - requested wake time; of ~1500 wake-ups, the
+ *     second worst) with no mechanism applied (backend none) is at most 2
+ *     time slices (or the same load's as normal tasks in this boot, if
+ *     worse): a woken HPC task must not wait for every runnable task's
+ *     slice, and a class that makes it wait so does it at many wake-ups.
+ *     The single worst is reported: on a shared host it is the longest
+ *     stall of a vCPU, charged to the task that ran on it (after which the
+ *     task has used more than its share and waits for the others). Over
+ *     the bound, the reference and the probe are measured once more, and
+ *     the second pair counts. Checked with 2 vCPUs; with more (the 4-vCPU
+ *     boot on a 2-CPU host) only reported, as a SKIP: there HPC's worst was
+ *     2-3 x the normal tasks' (200-450 ms). On x86 the same with the SMT
+ *     emulation is reported beside.
  *  B  hackbench (4 groups of 10 + 10 processes, 500 messages from each
- *     sender to each receiver) as SCHED_HPC with no mechanism applied
- *     (backend none) and as SCHED_OTHER, alternately 3 times each in this
- *     boot: median HPC <= 1.3 x median OTHER. On x86 the same as SCHED_HPC
- *     with the SMT emulation (x86-smt-emul) is measured beside and
+ *     sender to each receiver) as SCHED_OTHER and as SCHED_HPC with no
+ *     mechanism applied (backend none), in 3 blocks of OTHER, HPC, HPC,
+ *     OTHER in this boot: the median of the 3 blocks' ratios HPC / OTHER
+ *     <= 1.3 (a host load that grows or falls steadily over a block weighs
+ *     the same on both). On x86 the same as SCHED_HPC with the SMT
+ *     emulation (x86-smt-emul) is measured in the middle of each block and
  *     reported with the model's prediction: both busy contexts of an
  *     emulated core run at hpc_smt_speed(4, 4, busy) (600 permille).
  *  C  shares: 4 identical busy HPC tasks for ~8 s, the first 100 ms 3 on
@@ -30,7 +35,7 @@
  *     out only by the class's push of task counts); the CPU time each got (its own
  *     CLOCK_THREAD_CPUTIME_ID), max / min <= 1.2.
  */
-/* guest-timeout: 360 */
+/* guest-timeout: 600 */
 /* guest-cflags: -I@TOP@/kernel/kernel/sched */
 #include "hpctest.h"
 
@@ -46,7 +51,7 @@
 #define PROBE_LOOPS	200	/* per round of the continuous hackbench load */
 #define HB_GROUPS	4
 #define HB_LOOPS	500
-#define HB_RUNS		3	/* of each policy */
+#define HB_BLOCKS	3	/* of 2 runs of each way */
 #define HB_TIMEOUT_MS	40000
 #define HB_BOUND	1.3
 #define SHARES_SECS	8
@@ -77,10 +82,10 @@ static int probe(int policy, const char *how, struct wm_probe_res *r)
 		return -1;
 	}
 	tap_diag("A: probe (1 ms sleeps) beside %d busy tasks + %d hackbench groups, %d s, "
-		 "%s: %llu wake-ups, lateness median %.0f us, p99 %.0f us, max %.0f us; "
-		 "%llu hackbench rounds", PROBE_BUSY, PROBE_GROUPS, PROBE_SECS, how,
+		 "%s: %llu wake-ups, lateness median %.0f us, p99 %.0f us, p99.9 %.0f us, "
+		 "max %.0f us; %llu hackbench rounds", PROBE_BUSY, PROBE_GROUPS, PROBE_SECS, how,
 		 (unsigned long long)r->loops, r->med_ns / 1e3, r->p99_ns / 1e3,
-		 r->max_ns / 1e3, (unsigned long long)r->hb_rounds);
+		 r->p999_ns / 1e3, r->max_ns / 1e3, (unsigned long long)r->hb_rounds);
 	return 0;
 }
 
@@ -88,9 +93,10 @@ static int probe(int policy, const char *how, struct wm_probe_res *r)
  * The class's own wake-up latency, with no mechanism applied; on x86 the
  * same with the SMT emulation is reported beside (a context at a low
  * priority runs at 174 permille of a CPU there: it is slower by design).
- * The bound is 2 time slices, or what the same load as normal tasks gets
- * in this boot if that is worse: a guest with more vCPUs than the host has
- * free CPUs loses whole vCPUs for a while, whatever schedules inside.
+ * Its p99.9 lateness is bounded by 2 time slices, or by what the same load
+ * as normal tasks gets in this boot if that is worse: a guest with more
+ * vCPUs than the host has free CPUs loses whole vCPUs for a while, whatever
+ * schedules inside.
  */
 static void part_a(long long slice_us)
 {
@@ -115,27 +121,28 @@ static void part_a(long long slice_us)
 	for (run = 0; run < 2; run++) {
 		bound = slices;
 		if (!probe(SCHED_OTHER, "as normal tasks (the reference)", &r) &&
-		    r.max_ns > bound)
-			bound = r.max_ns;
+		    r.p999_ns > bound)
+			bound = r.p999_ns;
 		ran = !probe(SCHED_HPC, emul ? "HPC, no mechanism" : "HPC", &r);
-		if (!ran || online_cpus() > 2 || (r.loops >= 10 && r.max_ns <= bound))
+		if (!ran || online_cpus() > 2 || (r.loops >= 10 && r.p999_ns <= bound))
 			break;
 		if (!run)
-			tap_diag("A: worst lateness %.1f ms > %.1f ms: both measured once more",
-				 r.max_ns / 1e6, bound / 1e6);
+			tap_diag("A: p99.9 lateness %.1f ms > %.1f ms: both measured once more",
+				 r.p999_ns / 1e6, bound / 1e6);
 	}
 	if (!ran)
 		;
 	else if (online_cpus() > 2)
-		tap_skip("A: woken HPC probe's worst lateness",
+		tap_skip("A: woken HPC probe's p99.9 lateness",
 			 "%d vCPUs: checked in the 2-vCPU boot only (with more vCPUs than "
 			 "the host has CPUs, the worst case is the host's as much as ours)",
 			 online_cpus());
 	else
-		tap_ok(r.loops >= 10 && r.max_ns <= bound,
-		       "A: woken HPC probe's worst lateness %.1f ms <= %.1f ms (2 time slices, "
-		       "or the normal tasks' worst), %llu wake-ups%s", r.max_ns / 1e6, bound / 1e6,
-		       (unsigned long long)r.loops, run ? ", measured twice" : "");
+		tap_ok(r.loops >= 10 && r.p999_ns <= bound,
+		       "A: woken HPC probe's p99.9 lateness %.1f ms <= %.1f ms (2 time slices, "
+		       "or the normal tasks' p99.9), worst %.1f ms, %llu wake-ups%s",
+		       r.p999_ns / 1e6, bound / 1e6, r.max_ns / 1e6, (unsigned long long)r.loops,
+		       run ? ", measured twice" : "");
 	if (emul && !set_backend(be))
 		probe(SCHED_HPC, "HPC with the SMT emulation", &r);
 	set_backend(be);
@@ -148,50 +155,70 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void part_b(void)
+/* One hackbench run as way @k of part B into @t; 0, or reports the failure. */
+static int hb_run(int k, int nk, const char *be, double *t)
 {
-	double t[3][HB_RUNS], med[3], raw;
 	static const char *const name[3] = { "OTHER", "HPC", "HPC+emulation" };
 	static const int pol[3] = { SCHED_OTHER, SCHED_HPC, SCHED_HPC };
+	char err[256];
+
+	if (nk == 3 && k && set_backend(k == 1 ? "none" : be)) {
+		tap_fail("B: backend switched", "to %s", k == 1 ? "none" : be);
+		return -1;
+	}
+	if (wm_hackbench(pol[k], HB_GROUPS, HB_LOOPS, HB_TIMEOUT_MS, t, err, sizeof(err))) {
+		tap_fail("B: hackbench runs", "as %s: %s", name[k], err);
+		return -1;
+	}
+	tap_diag("B: hackbench -g %d -l %d as %s: %.3f s", HB_GROUPS, HB_LOOPS, name[k], *t);
+	return 0;
+}
+
+/*
+ * Blocks of the ways forward then backward (OTHER, HPC[, emulation],
+ * [emulation,] HPC, OTHER): a host load that grows or falls steadily
+ * across a block weighs the same on every way. Each block's ratio is the
+ * way's two runs over SCHED_OTHER's two; the median of the blocks counts.
+ */
+static void part_b(void)
+{
+	double t[3][2], r[3][HB_BLOCKS], sum[3] = { 0 }, ratio[3];
 	unsigned int speed = HPC_SMT_SCALE;
-	char err[256], be[64];
-	int i, k, rc, nk = 2;
+	int b, i, k, nk = 2;
+	char be[64];
 
 	if (knob_read("backend", be, sizeof(be)) <= 0)
 		snprintf(be, sizeof(be), "?");
 	if (!strcmp(be, "x86-smt-emul"))
 		nk = 3;		/* the emulation measured beside, off for HPC */
-	for (i = 0; i < HB_RUNS; i++)
-		for (k = 0; k < nk; k++) {
-			if (nk == 3 && k && set_backend(k == 1 ? "none" : be)) {
-				tap_fail("B: backend switched", "to %s",
-					 k == 1 ? "none" : be);
-				return;
-			}
-			rc = wm_hackbench(pol[k], HB_GROUPS, HB_LOOPS, HB_TIMEOUT_MS, &t[k][i],
-					  err, sizeof(err));
-			if (rc) {
-				tap_fail("B: hackbench runs", "run %d as %s: %s", i + 1, name[k],
-					 err);
+	for (b = 0; b < HB_BLOCKS; b++) {
+		for (i = 0; i < 2 * nk; i++) {
+			k = i < nk ? i : 2 * nk - 1 - i;
+			if (hb_run(k, nk, be, &t[k][i >= nk])) {
 				set_backend(be);
 				return;
 			}
-			tap_diag("B: hackbench -g %d -l %d as %s: %.3f s", HB_GROUPS, HB_LOOPS,
-				 name[k], t[k][i]);
 		}
+		for (k = 0; k < nk; k++) {
+			r[k][b] = (t[k][0] + t[k][1]) / (t[0][0] + t[0][1]);
+			sum[k] += t[k][0] + t[k][1];
+		}
+	}
 	set_backend(be);
 	for (k = 0; k < nk; k++) {
-		qsort(t[k], HB_RUNS, sizeof(t[k][0]), cmp_dbl);
-		med[k] = t[k][HB_RUNS / 2];
+		qsort(r[k], HB_BLOCKS, sizeof(r[k][0]), cmp_dbl);
+		ratio[k] = r[k][HB_BLOCKS / 2];
 	}
-	raw = med[1] / med[0];
-	tap_ok(raw <= HB_BOUND, "B: hackbench as SCHED_HPC %.3f s <= %.1f x as SCHED_OTHER %.3f s "
-	       "(ratio %.3f, no mechanism applied)", med[1], HB_BOUND, med[0], raw);
+	tap_ok(ratio[1] <= HB_BOUND, "B: hackbench as SCHED_HPC <= %.1f x as SCHED_OTHER: "
+	       "median ratio %.3f of %d blocks (%.3f to %.3f; mean %.3f s, %.3f s), "
+	       "no mechanism applied", HB_BOUND, ratio[1], HB_BLOCKS, r[1][0],
+	       r[1][HB_BLOCKS - 1], sum[1] / (2 * HB_BLOCKS), sum[0] / (2 * HB_BLOCKS));
 	if (nk == 3) {
 		speed = hpc_smt_speed(HPC_SMT_PRIO_NORMAL, HPC_SMT_PRIO_NORMAL, true);
-		tap_diag("B: with the SMT emulation (%s): %.3f s, %.3f x SCHED_OTHER; the model "
-			 "runs both busy contexts of a core at %u permille: %.3f x predicted",
-			 be, med[2], med[2] / med[0], speed, (double)HPC_SMT_SCALE / speed);
+		tap_diag("B: with the SMT emulation (%s): mean %.3f s, median ratio %.3f to "
+			 "SCHED_OTHER; the model runs both busy contexts of a core at %u permille: "
+			 "%.3f x predicted", be, sum[2] / (2 * HB_BLOCKS), ratio[2], speed,
+			 (double)HPC_SMT_SCALE / speed);
 	}
 }
 

@@ -654,7 +654,7 @@ struct wm_probe_cfg {
 
 struct wm_probe_res {
 	uint64_t loops;		/* probe wake-ups */
-	uint64_t med_ns, p99_ns, max_ns;
+	uint64_t med_ns, p99_ns, p999_ns, max_ns;
 	uint64_t hb_rounds;	/* hackbench rounds completed meanwhile */
 };
 
@@ -844,6 +844,7 @@ static inline int wm_probe(const struct wm_probe_cfg *cfg, struct wm_probe_res *
 		res->loops = c->nlate;
 		res->med_ns = c->late[c->nlate / 2];
 		res->p99_ns = c->late[c->nlate * 99 / 100];
+		res->p999_ns = c->late[c->nlate * 999 / 1000];
 		res->max_ns = c->late[c->nlate - 1];
 	}
 	goto out;
@@ -860,9 +861,10 @@ out:
 static inline void wm_probe_print(FILE *f, const struct wm_probe_res *r)
 {
 	fprintf(f, "probe_loops=%llu\nprobe_late_med_us=%llu\nprobe_late_p99_us=%llu\n"
-		"probe_late_max_us=%llu\nprobe_hackbench_rounds=%llu\n",
+		"probe_late_p999_us=%llu\nprobe_late_max_us=%llu\nprobe_hackbench_rounds=%llu\n",
 		(unsigned long long)r->loops, (unsigned long long)(r->med_ns / 1000),
-		(unsigned long long)(r->p99_ns / 1000), (unsigned long long)(r->max_ns / 1000),
+		(unsigned long long)(r->p99_ns / 1000), (unsigned long long)(r->p999_ns / 1000),
+		(unsigned long long)(r->max_ns / 1000),
 		(unsigned long long)r->hb_rounds);
 }
 
