@@ -1,6 +1,14 @@
-"""hpcd's control socket for the integration tests' Python helpers."""
+"""hpcd's sockets for the integration tests' Python helpers: the control
+socket, and the monitor socket as libhpcmon feeds it (record(), monitor():
+tools/hpcmon/tests/rx.py, the record layout's one copy in the tests)."""
 import json
+import os
 import socket
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "hpcmon",
+                                "tests"))
+from rx import BYE, HELLO, ITERATION, monitor, record  # noqa: E402,F401
 
 
 def connect(path):

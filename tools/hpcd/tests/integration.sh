@@ -8,7 +8,7 @@
 set -u
 bin=${1:?usage: integration.sh BIN_DIR}
 hpcd=$bin/hpcd hpcctl=$bin/hpcctl spin=$bin/hpcd-spin
-here=$(cd "$(dirname "$0")" && pwd) # hpcd_ctl.py, the Python helpers' control socket
+here=$(cd "$(dirname "$0")" && pwd) # hpcd_ctl.py: the Python helpers' sockets
 work=$(mktemp -d /tmp/hpcd-it.XXXXXX)
 export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon
 export HPC_SYSFS=$work/no-kernel # this suite tests hpcd, whatever the kernel has
@@ -62,21 +62,20 @@ start_spin() { "$spin" "$@" >/dev/null & pids+=($!); }
 # As libhpcmon would: hello records for ranks 0 (pid A) and 1 (pid B) of one
 # job, then N iterations 1 s apart, A heavy (999.8 ms computing), B light.
 send_pair() {
-	/usr/bin/python3 - "$HPCD_SOCKET" "$1" "$2" "$3" <<'PY'
-import socket, struct, sys, time
-path, a, b, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-def rec(kind, pid, rank, it=0, run=0, wait=0, end=0):
-    return struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, kind, pid, rank, 2, 7, it, run, wait, end, 0, 1, 0)
+	/usr/bin/python3 - "$here" "$HPCD_SOCKET" "$1" "$2" "$3" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from hpcd_ctl import HELLO, ITERATION, monitor, record
+path, a, b, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+s = monitor(path)
 for pid, rank in ((a, 0), (b, 1)):
-    s.send(rec(2, pid, rank))
+    s.send(record(HELLO, pid, rank, 2, 7))
 time.sleep(0.3)
 now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 for i in range(n):
     end = now + (i + 1) * 1000000000
-    s.send(rec(1, b, 1, i, 250000000, 750000000, end))
-    s.send(rec(1, a, 0, i, 999800000, 200000, end + 10000))
+    s.send(record(ITERATION, b, 1, 2, 7, i, 250000000, 750000000, end))
+    s.send(record(ITERATION, a, 0, 2, 7, i, 999800000, 200000, end + 10000))
 PY
 }
 task_json() { "$hpcctl" --backend hpcd top --once --json | python3 -c "import json,sys; t={x['pid']:x for x in json.load(sys.stdin)}; print(t[$1]['$2'])"; }
@@ -285,15 +284,14 @@ bash -c 'sleep 60 & sleep 60 & wait' & l=$!; pids+=($l)
 wait_for 5 '[ "$(pgrep -P $l | wc -l)" -eq 2 ]'
 read -r r0 r1 <<<"$(pgrep -P $l | sort -n | tr '\n' ' ')"
 $py - "$here" "$HPCD_CONTROL" "$HPCD_SOCKET" $l $r0 $r1 >"$work/order" 2>&1 <<'PY' &
-import json, socket, struct, sys
+import json, sys
 sys.path.insert(0, sys.argv[1])
-from hpcd_ctl import watch_and_add
+from hpcd_ctl import HELLO, monitor, record, watch_and_add
 mon, l, r0, r1 = sys.argv[3], *map(int, sys.argv[4:])
 w, wf, _ = watch_and_add(sys.argv[2], l, "launcher")
 for rank, pid in enumerate((r0, r1)):
-    m = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    m.connect(mon)
-    m.send(struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, 2, pid, rank, 2, 7, 0, 0, 0, 0, 0, 1, 0))
+    m = monitor(mon)
+    m.send(record(HELLO, pid, rank, 2, 7))
 print("ready", flush=True)
 w.settimeout(20)
 seen = []
@@ -537,23 +535,23 @@ for _ in $(seq 256); do sleep 120 & many+=($!); done
 "$hpcd" --cpus $cpus 2>"$work/hpcd6f2.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
-$py - "$HPCD_SOCKET" "${many[@]}" >"$work/many.out" 2>&1 <<'PY' &
-import socket, struct, sys, time
-path, pids = sys.argv[1], [int(p) for p in sys.argv[2:]]
+$py - "$here" "$HPCD_SOCKET" "${many[@]}" >"$work/many.out" 2>&1 <<'PY' &
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from hpcd_ctl import HELLO, ITERATION, monitor, record
+path, pids = sys.argv[2], [int(p) for p in sys.argv[3:]]
 def rec(kind, pid, rank, it=0, end=0):
-    return struct.pack("=IHHiiiIQQQQQII", 0x48504331, 3, kind, pid, rank, len(pids), 9, it,
-                       90000000, 10000000, end, 90000000, 1, 0)
+    return record(kind, pid, rank, len(pids), 9, it, 90000000, 10000000, end, 90000000)
 conns = []
 for rank, pid in enumerate(pids):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(path)
-    s.send(rec(2, pid, rank))
+    s = monitor(path)
+    s.send(rec(HELLO, pid, rank))
     conns.append(s)
 time.sleep(1)
 now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 for i in range(3):  # three barriers, every rank's record sent at once
     for rank, (pid, s) in enumerate(zip(pids, conns)):
-        s.send(rec(1, pid, rank, i, now + (i + 1) * 100000000))
+        s.send(rec(ITERATION, pid, rank, i, now + (i + 1) * 100000000))
 print("sent", len(pids) * 4)
 time.sleep(30)  # hpcd reads at its pace; the test ends this sooner
 PY

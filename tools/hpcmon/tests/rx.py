@@ -11,7 +11,19 @@ import threading
 REC = struct.Struct("=IHHiiiIQQQQQII")
 FIELDS = ("magic", "version", "kind", "pid", "rank", "size", "job", "iteration", "run_ns",
           "wait_ns", "end_ns", "cpu_ns", "phases", "reserved")
-MAGIC, ITERATION, HELLO, BYE = 0x48504331, 1, 2, 3
+MAGIC, VERSION, ITERATION, HELLO, BYE = 0x48504331, 3, 1, 2, 3
+
+
+def record(kind, pid, rank, size, job, it=0, run=0, wait=0, end=0, cpu=0, phases=1):
+    """One record as libhpcmon sends it (run, wait, end, cpu in ns)."""
+    return REC.pack(MAGIC, VERSION, kind, pid, rank, size, job, it, run, wait, end, cpu, phases, 0)
+
+
+def monitor(path):
+    """A rank's connection to hpcd's monitor socket, as libhpcmon opens it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    return s
 
 
 class Receiver:
