@@ -8,7 +8,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "hpcmon",
                                 "tests"))
-from rx import BYE, HELLO, ITERATION, monitor, record  # noqa: E402,F401
+from rx import HELLO, ITERATION, monitor, record  # noqa: E402,F401
 
 
 def connect(path):

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(here, "..", "..", "..", "bench", "metbench", "te
 from tap import MPI, check, done, hpcmon_lib, mpirun, read_trace, run  # noqa: E402
 
 sys.path.insert(0, here)
-from rx import BYE, HELLO, ITERATION, MAGIC, Receiver, load_json  # noqa: E402
+from rx import BYE, HELLO, ITERATION, MAGIC, VERSION, Receiver, load_json  # noqa: E402
 
 build = sys.argv[1]
 LIB = hpcmon_lib(build)
@@ -55,7 +55,7 @@ check(rc == 0, f"{MPI}: MetBench runs under LD_PRELOAD={LIBNAME}", f"rc={rc}\n{o
 rep = load_json(rep1)
 check("ranks" in rep and len(rep["ranks"]) == 5, "HPCMON_REPORT JSON parses, 5 ranks", rep)
 recs = rx.recs
-check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == 3 and r["size"] == 5
+check(rx.bad == 0 and recs and all(r["magic"] == MAGIC and r["version"] == VERSION and r["size"] == 5
                                    for r in recs),
       "every record is an hpcmon_record (magic, version, size 5)", f"bad={rx.bad}")
 pids = {r["rank"]: r["pid"] for r in recs}
