@@ -597,6 +597,58 @@ static void busy_pair_gives_the_lead_back(void **state)
 	(void)state;
 }
 
+/*
+ * A lead given back stays given back: once the sibling has computed for a
+ * whole horizon since its last iteration, that iteration is no news, and
+ * neither the next tick nor a new sibling whose last iteration is as old
+ * (a migration) judges on it again. Only a new iteration of the sibling
+ * does.
+ */
+static void busy_pair_stays_given_back(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t, peer, other;
+	u64 now = 0, h = HPC_BUSY_PAIR_NS, tick, nr;
+
+	hpc_task_init(&t, 0, &p);
+	hpc_task_init(&peer, 0, &p);
+	/* The sibling waits deeply once (a start-up), then computes. */
+	run_iter(&peer, &now, MS(1), MS(49), &p, HPC_CLASS_NONE);
+	other = peer;
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(51), &p, &peer), 1);
+	assert_int_equal(t.prio, 5);
+	nr = t.nr_judged;
+	/* A horizon of ticks: the lead stands, judged once. */
+	for (tick = MS(52); tick < MS(50) + h; tick += MS(1))
+		assert_int_equal(hpc_task_sibling_judge(&t, tick, &p, &peer), 0);
+	assert_int_equal(t.prio, 5);
+	/* The pair is busy: the lead goes, and no tick after takes it back. */
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(50) + h, &p, &peer), 1);
+	assert_int_equal(t.prio, 4);
+	assert_int_equal(t.nr_judged, nr + 1);
+	for (tick = MS(51) + h; tick < MS(50) + 3 * h; tick += MS(1)) {
+		hpc_task_sibling_judge(&t, tick, &p, &peer);
+		assert_int_equal(t.prio, 4);
+	}
+	assert_int_equal(t.nr_judged, nr + 1);
+	/* A new sibling (migrated here) with an old iteration: nothing. */
+	other.iter_start -= MS(10);
+	assert_int_equal(hpc_task_sibling_judge(&t, MS(50) + 3 * h, &p, &other), 0);
+	assert_int_equal(t.prio, 4);
+	/* The sibling's next iterations are news: a busy one holds... */
+	now = MS(50) + 3 * h;
+	hpc_task_sleep(&peer, now);
+	now += MS(10);
+	hpc_task_wakeup(&peer, now, &p, HPC_CLASS_HIGH);
+	assert_int_equal(hpc_task_sibling_judge(&t, now + MS(1), &p, &peer), 1);
+	assert_int_equal(t.prio, 4);
+	/* ... and a deep wait raises @t again. */
+	run_iter(&peer, &now, MS(1), MS(49), &p, HPC_CLASS_HIGH);
+	assert_int_equal(hpc_task_sibling_judge(&t, now + MS(1), &p, &peer), 1);
+	assert_int_equal(t.prio, 5);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -614,6 +666,7 @@ int main(void)
 		cmocka_unit_test(sibling_judge_heuristic_util),
 		cmocka_unit_test(sibling_judge_only_when_computing_through),
 		cmocka_unit_test(busy_pair_gives_the_lead_back),
+		cmocka_unit_test(busy_pair_stays_given_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

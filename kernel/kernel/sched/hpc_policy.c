@@ -556,6 +556,12 @@ static int hpc_pair_busy(struct hpc_task *t, u64 now,
  * high whatever its real one). Idempotent: each sibling iteration judges @t
  * at most once (t->judged_at). Before all this, a raised @t of a busy
  * pair gives its lead back (hpc_pair_busy()).
+ *
+ * The sibling's iteration must still be news: one that closed a whole busy
+ * horizon ago (hpc_busy_horizon()) is over, the sibling has computed ever
+ * since, and waits for nobody. Judged on it again, after a step down of
+ * hpc_pair_busy() or after a migration brought a new sibling, @t would take
+ * its lead back at every tick.
  * Returns 1 if @t was judged (t->prio may have changed), 0 otherwise.
  */
 int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
@@ -569,7 +575,8 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 	if (hpc_pair_busy(t, now, p, peer))
 		return 1;
 	if (t->state != HPC_TASK_RUNNABLE || !peer->nr_iter ||
-	    now < peer->iter_start || t->judged_at == peer->iter_start)
+	    now < peer->iter_start || t->judged_at == peer->iter_start ||
+	    hpc_since(now, peer->iter_start) >= hpc_busy_horizon(peer))
 		return 0;
 	peer_prev_start = hpc_since(peer->iter_start,
 				    peer->last_run + peer->last_wait);

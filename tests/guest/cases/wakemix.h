@@ -22,7 +22,8 @@
  * Every measured task is a process of its own and sets itself to the policy
  * (sched_setscheduler, priority 0) before a common release: the tasks of a
  * run are forked, set up, report through a "ready" pipe, and block on a
- * "go" pipe that the caller closes (EOF releases all of them at once).
+ * "go" pipe that the caller closes once all of them sleep there (EOF
+ * releases all of them at once).
  * The tasks of a timed run stop by themselves at an absolute deadline, and
  * sample their own CPU time, so that a caller starved by the policy under
  * test cannot skew what is measured.
@@ -45,6 +46,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -77,6 +79,7 @@
 #define WM_MAX_SECS		3600
 #define WM_SETUP_MS		30000	/* fork + set-up of a run, at most */
 #define WM_GRACE_MS		30000	/* a timed task's exit after its deadline */
+#define WM_SETTLE_MS		2000	/* reported children: until all sleep */
 
 /* Exit statuses of the children. */
 #define WM_EXIT_SETUP		3	/* policy or affinity failed (reported) */
@@ -342,8 +345,51 @@ static inline pid_t wm_spawn(struct wm_pool *p, int policy, int cpu, int group)
 	return 0;
 }
 
+/* The state letter of task @pid (/proc/<pid>/stat), or 0 if unknown. */
+static inline char wm_task_state(pid_t pid)
+{
+	char path[48], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
 /*
- * Wait until every child of @p reported its set-up (@ms at most). WM_OK,
+ * Wait (@ms at most) until every child of @p has been seen asleep twice in
+ * a row: after its report it only blocks reading the go pipe. Released
+ * then, every task wakes from the same wait, as ranks do from a barrier. A
+ * child still busy with its set-up at the release would start with a
+ * compute phase its siblings spent waiting, which the policy rightly takes
+ * for an imbalance.
+ */
+static inline void wm_pool_settle(const struct wm_pool *p, unsigned int ms)
+{
+	uint64_t end = wm_now() + (uint64_t)ms * 1000000ULL;
+	int calm = 0, i, all;
+
+	while (calm < 2 && wm_now() < end) {
+		for (i = 0, all = 1; i < p->n && all; i++)
+			all = wm_task_state(p->pid[i]) == 'S';
+		calm = all ? calm + 1 : 0;
+		if (calm < 2)
+			usleep(1000);
+	}
+}
+
+/*
+ * Wait until every child of @p reported its set-up (@ms at most), and
+ * sleeps at the go pipe (wm_pool_settle(), WM_SETTLE_MS at most). WM_OK,
  * WM_EPOLICY (a child could not set the policy or the affinity) or WM_FAIL.
  */
 static inline int wm_pool_ready(struct wm_pool *p, int policy, unsigned int ms,
@@ -393,6 +439,7 @@ static inline int wm_pool_ready(struct wm_pool *p, int policy, unsigned int ms,
 		}
 		got += 2;
 	}
+	wm_pool_settle(p, WM_SETTLE_MS);
 	return WM_OK;
 }
 
