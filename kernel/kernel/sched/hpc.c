@@ -790,14 +790,18 @@ static int balance_hpc(struct rq *rq, struct task_struct *prev,
  * then the emulated core with the fewest; @cpu (where the task was) on a tie.
  * A task that wakes where no other SCHED_HPC task is queued stays there
  * without a scan: no CPU has fewer, and cores are evened out at fork, exec
- * and by the push and pull.
+ * and by the push and pull. A waking task also stays if every allowed CPU
+ * has SCHED_HPC tasks and none has two fewer than @cpu: tasks that wake
+ * each other at every message (a pipe's writer and reader) then keep their
+ * CPU and cache, and the push at the tick evens out what is left.
  */
 static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 {
 	unsigned int bn = UINT_MAX, bc = UINT_MAX, n, c;
+	bool here = cpumask_test_cpu(cpu, p->cpus_ptr) && cpu_active(cpu);
 	int i, best = -1;
 
-	if (cpumask_test_cpu(cpu, p->cpus_ptr) && cpu_active(cpu)) {
+	if (here) {
 		best = cpu;
 		bn = hpc_nr_on(cpu);
 		bc = hpc_nr_core(cpu);
@@ -820,6 +824,9 @@ static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 			bc = c;
 		}
 	}
+	if (here && best != cpu && (flags & WF_TTWU) && bn &&
+	    bn + 2 > hpc_nr_on(cpu))
+		return cpu;
 	return best >= 0 ? best : cpu;
 }
 
