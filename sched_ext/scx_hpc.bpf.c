@@ -32,7 +32,9 @@
  * ops.select_cpu places an unpinned waking task on the
  * allowed CPU with the fewest queued + running HPC tasks, among those on
  * the emulated core with the fewest (prev CPU on a tie), as the kernel
- * class does; ops.dispatch pulls from the busiest other CPU's queue when
+ * class does (which, in addition, keeps a waking task where it was while no
+ * CPU has two fewer, and pushes at its tick when one has: scx_hpc has no
+ * such push); ops.dispatch pulls from the busiest other CPU's queue when
  * its own is empty; once per period, a task running on a core whose two
  * contexts are both busy moves to an idle core (core_balance()).
  *
