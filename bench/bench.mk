@@ -7,6 +7,9 @@
 #                 MetBench vs no hpcd; every mode against plain mpirun on
 #                 balanced and imbalanced programs (bench/bench.sh; as root,
 #                 ~15 min on 2 CPUs);
+#                 then hpcd's own CPU time managing 16, 64 and 256 iterating
+#                 tasks, in weight and smt-emul mode (bench-hpcd-scale,
+#                 bench/hpcd-scale.sh; ~2 min);
 #                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
 #                 then Open MPI beside MPICH (bench-mpich, tools/mpich.mk);
 #                 then scx_hpc beside scx_simple in the QEMU guest, and wake-up
@@ -24,16 +27,23 @@ BENCH_DIR ?= $(BUILD)/bench-results
 
 SCX_BENCH_IMAGE ?= $(TOP)/build-kernel/bzImage
 
-.PHONY: bench bench-scx bench-balanced
+.PHONY: bench bench-scx bench-balanced bench-hpcd-scale
 
 bench-balanced: build
 	@BENCH_ONLY=balanced-app bench/bench.sh $(BUILD) $(BUILD)/bench-balanced
 
 bench: build
 	@bench/bench.sh $(BUILD) $(BENCH_DIR)
+	@$(MAKE) --no-print-directory bench-hpcd-scale
+	@cat $(BENCH_DIR)/hpcd-scale/summary.txt >> $(BENCH_DIR)/summary.txt
 	@$(MAKE) --no-print-directory bench-hpclb
 	@$(MAKE) --no-print-directory bench-mpich
 	@$(MAKE) --no-print-directory bench-scx
+
+#   make bench-hpcd-scale   hpcd's CPU time at node scale alone (SCALE_TASKS,
+#                 SCALE_MODES, SCALE_SECS: bench/hpcd-scale.sh)
+bench-hpcd-scale: build
+	@bench/hpcd-scale.sh $(BUILD) $(BENCH_DIR)/hpcd-scale
 
 bench-scx:
 	@mkdir -p $(BENCH_DIR)

@@ -32,15 +32,24 @@ Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_bus
 {
 	dilation = std::max(1u, dilation);
 	Quota q;
-	q.period_us = period_us * dilation;
+	const uint64_t period = static_cast<uint64_t>(period_us) * dilation;
 	uint32_t speed = HPC_SMT_SCALE;
 	if (has_sib && sib_busy)
 		speed = hpc_smt_speed(own_prio, sib_prio, true);
 	if (speed >= HPC_SMT_SCALE && dilation == 1) {
+		q.period_us = period_us;
 		q.quota_us = -1;
 		return q;
 	}
-	q.quota_us = share_of(period_us, speed);
+	if (period <= kMaxPeriodUs) {
+		q.period_us = static_cast<uint32_t>(period);
+		q.quota_us = share_of(period_us, speed);
+		return q;
+	}
+	// Past CFS's longest period: the same share of the longest one.
+	q.period_us = kMaxPeriodUs;
+	q.quota_us = std::max<int64_t>(
+		static_cast<int64_t>(kMaxPeriodUs * speed / HPC_SMT_SCALE / dilation), kMinQuotaUs);
 	return q;
 }
 

@@ -44,8 +44,10 @@ enum class Waits { Sleep, Poll };
 
 // The priorities the quota emulation can represent, as every emulation.
 constexpr hpc_prio_range kBackendRange{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
-// Smallest quota CFS accepts (v1 cfs_quota_us and v2 cpu.max).
+// Smallest quota and longest period CFS accepts (v1 cfs_quota_us and
+// cfs_period_us, v2 cpu.max).
 constexpr int64_t kMinQuotaUs = 1000;
+constexpr uint32_t kMaxPeriodUs = 1000000;
 // cpu.weight units of an average task in weight mode (the v2 default).
 constexpr uint32_t kWeightUnit = 100;
 
@@ -70,8 +72,9 @@ struct Quota {
 // Mechanism A for one context: its speed while both contexts compute is
 // hpc_smt_speed(own, sib, busy) permille of a CPU; alone or beside a sibling
 // that is not busy (asleep, and Waits::Sleep) it runs unthrottled. `dilation` > 1 when several
-// contexts share a CPU: every context then runs 1/dilation as fast (period x dilation, same quota),
-// so ratios between contexts stay those of the model.
+// contexts share a CPU: every context then runs 1/dilation as fast (period x dilation, same quota;
+// past CFS's longest period, kMaxPeriodUs, the same share of that), so ratios between contexts
+// stay those of the model.
 Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
 		uint32_t period_us, unsigned dilation);
 

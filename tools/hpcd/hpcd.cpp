@@ -129,9 +129,12 @@ public:
 
 private:
 	// `since`: when the task's history starts (the monitor's hello: when
-	// MPI_Init returned; 0: now).
+	// MPI_Init returned; 0: now). `settle`: place every task and apply the
+	// plan now (false: the caller does, once for a batch of adds).
 	std::string add(int pid, const std::string &name, const std::string &job, int rank, Via via,
-			uint64_t since = 0);
+			uint64_t since = 0, bool settle = true);
+	// Place every task, say who moved, and apply the plan.
+	void settle();
 	std::string join_existing(Task &t, const std::string &job, int rank, Via via,
 				  uint64_t since);
 	int launcher_above(int pid, bool mark);
@@ -249,7 +252,7 @@ int Daemon::launcher_above(int pid, bool mark)
 }
 
 std::string Daemon::add(int pid, const std::string &name, const std::string &job_in, int rank,
-			Via via, uint64_t since)
+			Via via, uint64_t since, bool settle_now)
 {
 	const uint64_t now = mono_ns();
 	since = since && since <= now ? since : now;
@@ -317,14 +320,22 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	// steps out of the pairing and gets its CPUs back.
 	if (via == Via::Monitor && !up)
 		t.launched_by = launcher_above(pid, true);
-	e.place();
-	announce_moved();
-	max_tasks_ = std::max(max_tasks_, e.active().size());
 	log(fmt::format("managing {} ({}) job {} rank {} in {}{}", pid, t.name, job, rank, t.cg,
 			t.launcher ? " (launcher)" : ""));
-	announce(t);
-	apply();
+	if (settle_now)
+		settle();
 	return "";
+}
+
+void Daemon::settle()
+{
+	e.place();
+	max_tasks_ = std::max(max_tasks_, e.active().size());
+	for (auto &[p, t] : e.tasks)
+		if (!announced_ctx_.count(p))
+			announce(t);
+	announce_moved();
+	apply();
 }
 
 // A rank placed before those already announced (a lower rank said hello
@@ -1007,16 +1018,18 @@ int Daemon::run()
 			return watch(since, from_now, reply);
 		};
 
+		// The --pid tasks are placed once, together: one by one, each
+		// add would re-plan (and, emulating, re-write) every task before it.
 		for (size_t i = 0; i < o_.pids.size(); i++) {
 			int pid = o_.pids[i];
-			std::string err =
-				add(pid, "", "d" + std::to_string(::getpid()), -1, Via::Control);
+			std::string err = add(pid, "", "d" + std::to_string(::getpid()), -1,
+					      Via::Control, 0, false);
 			if (!err.empty())
 				throw std::runtime_error(err);
 			if (i < o_.prios.size())
 				e.find(pid)->static_prio = o_.prios[i];
 		}
-		apply();
+		settle();
 		log(fmt::format("ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {} "
 				"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
 				"node(s))",

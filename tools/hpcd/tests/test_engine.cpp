@@ -53,6 +53,17 @@ TEST(Engine, PollingWaitsKeepASleepingSiblingBusy)
 	EXPECT_EQ(e.find(20)->quota.quota_us, -1);
 }
 
+TEST(SmtQuota, DilationPastTheLongestPeriod)
+{
+	// 128 contexts per CPU of 10 ms: 1.28 s, past CFS's 1 s. The same
+	// share of 1 s: 600 permille / 128 (CFS refuses 1.28 s: EINVAL).
+	EXPECT_EQ(smt_quota(4, 4, true, true, 10000, 128), (Quota{4687, 1000000}));
+	EXPECT_EQ(smt_quota(4, 4, true, true, 10000, 100), (Quota{6000, 1000000}));
+	// Alone on the core: 1/128 of a CPU; never below CFS's 1 ms quota.
+	EXPECT_EQ(smt_quota(4, 0, false, false, 10000, 128), (Quota{7812, 1000000}));
+	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 1000), (Quota{1000, 1000000}));
+}
+
 TEST(SmtQuota, DilationKeepsRatios)
 {
 	// Two contexts per CPU: period doubles, quotas stay, alone = 1/2 CPU.
