@@ -6,7 +6,7 @@
 # watches while no rank needs a weight) and in smt-emul mode (quotas: hpcd
 # samples every --sample-ms). Oversubscribed on purpose: the measure is
 # hpcd's own CPU time (the run time in /proc/<hpcd>/schedstat, ns) over
-# SCALE_SECS, as % of one CPU, and the tasks' (each prints its CPU time).
+# SCALE_SECS, as % of one CPU, and the tasks' (theirs, likewise).
 # Nothing here asserts a time; the table says what one run measured.
 #
 # usage: hpcd-scale.sh BUILD_DIR [OUT_DIR]        (as root: hpcd makes cgroups)

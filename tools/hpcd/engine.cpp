@@ -41,15 +41,10 @@ Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_bus
 		q.quota_us = -1;
 		return q;
 	}
-	if (period <= kMaxPeriodUs) {
-		q.period_us = static_cast<uint32_t>(period);
-		q.quota_us = share_of(period_us, speed);
-		return q;
-	}
 	// Past CFS's longest period: the same share of the longest one.
-	q.period_us = kMaxPeriodUs;
-	q.quota_us = std::max<int64_t>(
-		static_cast<int64_t>(kMaxPeriodUs * speed / HPC_SMT_SCALE / dilation), kMinQuotaUs);
+	const bool capped = period > kMaxPeriodUs;
+	q.period_us = capped ? kMaxPeriodUs : static_cast<uint32_t>(period);
+	q.quota_us = share_of(capped ? kMaxPeriodUs / dilation : period_us, speed);
 	return q;
 }
 
