@@ -51,7 +51,7 @@ $(DEPS_TARGETS): deps-%:
 	@tools/deps.sh $*
 
 $(BUILD)/CMakeCache.txt: CMakeLists.txt | deps-userspace
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_WERROR=$(WERROR) \
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_WERROR=$(WERROR) -DHPCD_BPF=ON \
 		-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 
 build: deps-userspace $(BUILD)/CMakeCache.txt

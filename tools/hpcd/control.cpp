@@ -156,7 +156,7 @@ json task_identity(Engine &e, const Task &t)
 		    {"job", t.job},
 		    {"rank", t.rank},
 		    {"role", t.launcher ? "launcher" : "task"},
-		    {"source", t.monitored ? "monitor" : "proc"},
+		    {"source", task_source(t)},
 		    {"launched_by", t.launched_by},
 		    {"ctx", t.ctx},
 		    {"cpu", t.cpu},

@@ -79,7 +79,7 @@ struct ControlHooks {
 
 nlohmann::json task_json(Engine &e, const Task &t, const CgStat &st);
 // {"event":"task","pid":..,"name":..,"job":..,"rank":..,"role":"task"|"launcher",
-//  "source":"monitor"|"proc","launched_by":PID,"ctx":..,"cpu":..,"sibling":..,"prio":..}
+//  "source":"monitor"|"bpf"|"proc","launched_by":PID,"ctx":..,"cpu":..,"sibling":..,"prio":..}
 nlohmann::json task_event(Engine &e, const Task &t);
 // Handle one request line; returns the reply (one line, no newline).
 std::string handle_line(Engine &e, ControlHooks &h, std::string_view line);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 namespace hpcd
 {
@@ -481,19 +482,38 @@ void Engine::plan()
 {
 	const unsigned dil = dilation();
 	const bool threads = s.mode == Mode::Weight && one_per_thread();
+	// Each task's sibling, found through an index built once: the same
+	// tasks as sibling() and thread_sibling() find (the first in pid
+	// order), without a search per task.
+	std::unordered_map<int, Task *> by_ctx, by_cpu;
+	for (auto &[pid, t] : tasks) {
+		if (t.ctx >= 0)
+			by_ctx.try_emplace(t.ctx, &t);
+		if (!t.launcher && t.cpu >= 0)
+			by_cpu.try_emplace(t.cpu, &t);
+	}
+	auto find = [](const std::unordered_map<int, Task *> &m, int k) -> Task * {
+		auto it = m.find(k);
+		return it == m.end() ? nullptr : it->second;
+	};
 	for (auto &[pid, t] : tasks) {
 		if (t.launcher) {
 			t.quota = Quota{-1, s.period_us};
 			continue;
 		}
 		if (s.mode == Mode::Weight) {
-			Task *sib = thread_sibling(t, threads);
+			Task *sib = nullptr;
+			auto it = std::find(cpus.begin(), cpus.end(), t.cpu);
+			if (threads && t.cpu >= 0 && it != cpus.end()) {
+				const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
+				sib = other < cpus.size() ? find(by_cpu, cpus[other]) : nullptr;
+			}
 			t.quota = sib ? real_smt_quota(applied_prio(t), applied_prio(*sib),
 						       sib->live_runnable, s.period_us)
 				      : Quota{-1, s.period_us};
 			continue;
 		}
-		Task *sib = sibling(t);
+		Task *sib = t.ctx >= 0 ? find(by_ctx, t.ctx ^ 1) : nullptr;
 		t.quota = smt_quota(applied_prio(t), sib ? applied_prio(*sib) : 0, sib != nullptr,
 				    sib && (sib->live_runnable || s.waits == Waits::Poll),
 				    s.period_us, dil);

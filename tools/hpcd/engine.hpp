@@ -100,12 +100,13 @@ uint64_t busiest_cpu_load(const std::vector<uint64_t> &load, const std::vector<i
 struct Task {
 	int pid = 0;
 	std::string name, job;
-	int rank = -1;                        // MPI rank when the monitor said hello
-	uint64_t seq = 0;                     // order of arrival (ranks: of the job's first rank)
-	bool launcher = false;                // e.g. mpirun whose ranks are managed: not paired
-	int launched_by = 0;                  // the managed launcher it descends from (0: none)
-	uint32_t static_prio = 0;             // > 0: fixed priority (the core still accounts)
-	bool monitored = false; // iteration boundaries come from the monitor's records
+	int rank = -1;            // MPI rank when the monitor said hello
+	uint64_t seq = 0;         // order of arrival (ranks: of the job's first rank)
+	bool launcher = false;    // e.g. mpirun whose ranks are managed: not paired
+	int launched_by = 0;      // the managed launcher it descends from (0: none)
+	uint32_t static_prio = 0; // > 0: fixed priority (the core still accounts)
+	bool monitored = false;   // iteration boundaries come from the monitor's records
+	bool traced = false;      // else its sleeps and wake-ups from the BPF source (else /proc)
 	uint64_t last_record_ns = 0;          // end of its last record (or its adoption)
 	std::optional<hpcmon_record> pending; // waits for the sibling's record
 	uint64_t pending_since = 0;
@@ -129,6 +130,11 @@ struct Task {
 };
 
 uint32_t hpc_clamp_normal(const hpc_params &p);
+// Where a task's iteration boundaries come from: "monitor", "bpf" or "proc".
+inline const char *task_source(const Task &t)
+{
+	return t.monitored ? "monitor" : t.traced ? "bpf" : "proc";
+}
 
 class Engine
 {

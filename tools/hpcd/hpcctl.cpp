@@ -656,18 +656,23 @@ struct Adoption {
 			return w;
 		}
 		std::vector<std::string> unmon;
+		bool sampled = false;
 		for (auto &[pid, t] : tasks)
-			if (is_rank(t) && t.value("source", std::string()) != "monitor")
+			if (is_rank(t) && t.value("source", std::string()) != "monitor") {
 				unmon.push_back(fmt::format("pid {} ({}) rank {}", pid,
 							    t.value("name", std::string("?")),
 							    t.value("rank", -1)));
+				sampled |= t.value("source", std::string()) != "bpf";
+			}
 		if (!unmon.empty())
 			w.push_back(fmt::format(
 				"{} of {} rank(s) ran unmonitored (no libhpcmon hello: adopted "
-				"under {}, iterations sampled from /proc, a polling wait looks "
-				"busy): {}; preload libhpcmon (hpcmon-lib PROGRAM) for exact "
-				"iterations",
-				unmon.size(), ranks(), cmd, fmt::join(unmon, ", ")));
+				"under {}, iterations {}, a polling wait looks busy): {}; preload "
+				"libhpcmon (hpcmon-lib PROGRAM) to see MPI's waits",
+				unmon.size(), ranks(), cmd,
+				sampled ? "sampled from /proc"
+					: "from the scheduler's sleeps and wake-ups",
+				fmt::join(unmon, ", ")));
 		return w;
 	}
 };
@@ -1192,12 +1197,23 @@ std::string pct(const json &j, const char *k)
 	return fmt::format("{:.2f}", j[k].get<double>() / 100.0);
 }
 
+// hpcd and where it has the sleeps and wake-ups of tasks without the monitor.
+std::string hpcd_label(ControlClient &c)
+{
+	json st = checked(c.call(json{{"cmd", "status"}}))["status"];
+	std::string src = st.value("source", std::string());
+	return src == "bpf"    ? "hpcd, events from BPF"
+	       : src == "proc" ? fmt::format("hpcd, events sampled from /proc every {} ms",
+					     st.value("period_ms", 0.0))
+			       : "hpcd";
+}
+
 void print_table(const json &tasks, bool kernel)
 {
 	fmt::print("{:>7} {:<12} {:>4} {:>3} {:>7} {:>6} {:>7} {:>7} {:>4} {:>13} {:>6} {:>10} "
-		   "{:>7}\n",
+		   "{:>7} {:<7}\n",
 		   "PID", "NAME", "RANK", "CPU", "SIBLING", "ITER", "U_LAST%", "U_GLOB%", "PRIO",
-		   "QUOTA/PERIOD", "WEIGHT", "THROTTLEDms", "NR_THR");
+		   "QUOTA/PERIOD", "WEIGHT", "THROTTLEDms", "NR_THR", "SOURCE");
 	for (auto &t : tasks) {
 		auto g = [&](const char *k) {
 			return t.contains(k) ? t[k].dump() : std::string("-");
@@ -1210,16 +1226,16 @@ void print_table(const json &tasks, bool kernel)
 						  t["period_us"].get<long long>());
 		double thr = t.value("throttled_ns", 0ull) / 1e6;
 		std::string role = t.value("role", "task") == "launcher" ? "*" : "";
-		fmt::print("{:>7} {:<12} {:>4} {:>3} {:>7} {:>6} {:>7} {:>7} {:>4} {:>13} {:>6} "
-			   "{:>10} "
-			   "{:>7}\n",
-			   t["pid"].get<int>(),
-			   (t.value("name", std::string()) + role).substr(0, 12), g("rank"),
-			   g("cpu"), g("sibling"), g("iterations"), pct(t, "last_util"),
-			   pct(t, "global_util"), g("prio"), q, g("weight"),
-			   kernel ? fmt::format("{:.1f}", t.value("throttled_ns", 0ull) / 1e6)
-				  : fmt::format("{:.1f}", thr),
-			   g("nr_throttled"));
+		fmt::print(
+			"{:>7} {:<12} {:>4} {:>3} {:>7} {:>6} {:>7} {:>7} {:>4} {:>13} {:>6} "
+			"{:>10} "
+			"{:>7} {:<7}\n",
+			t["pid"].get<int>(), (t.value("name", std::string()) + role).substr(0, 12),
+			g("rank"), g("cpu"), g("sibling"), g("iterations"), pct(t, "last_util"),
+			pct(t, "global_util"), g("prio"), q, g("weight"),
+			kernel ? fmt::format("{:.1f}", t.value("throttled_ns", 0ull) / 1e6)
+			       : fmt::format("{:.1f}", thr),
+			g("nr_throttled"), t.value("source", std::string(kernel ? "kernel" : "-")));
 	}
 	if (tasks.empty())
 		fmt::print("(no managed task)\n");
@@ -1246,7 +1262,7 @@ int top(const Opts &o)
 			fmt::print("hpcctl top — {} — {} task(s)\n",
 				   scx      ? "scx_hpc (sched_ext)"
 				   : kernel ? "kernel SCHED_HPC"
-					    : "hpcd",
+					    : hpcd_label(c),
 				   tasks.size());
 			print_table(tasks, kernel || scx);
 			std::fflush(stdout);

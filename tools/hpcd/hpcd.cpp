@@ -1,9 +1,11 @@
 // hpcd: the user-space SCHED_HPC controller. Balances the tasks of SPMD
 // (MPI) applications on emulated SMT cores with cgroup CPU bandwidth (mode
 // quota) or CPU weights (mode weight), driving the policy core with iteration
-// boundaries from the MPI monitor's records or from /proc samples.
+// boundaries from the MPI monitor's records, or else from the scheduler's
+// tracepoints (bpfsource.hpp) or /proc samples (procstat.hpp).
 //
 // See tools/hpcd/README.md and hpcd(8).
+#include "bpfsource.hpp"
 #include "cgroup.hpp"
 #include "control.hpp"
 #include "engine.hpp"
@@ -13,6 +15,7 @@
 #include "params_text.hpp"
 #include "procstat.hpp"
 #include "system.hpp"
+#include "wakefilter.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +27,7 @@
 #include <map>
 #include <poll.h>
 #include <set>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -50,6 +54,7 @@ struct Opts {
 	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
 	double sample_ms = 2.0;
 	uint32_t min_burst_us = 200;
+	std::string source = "auto", bpf_btf;
 	bool no_adopt = false, exit_when_idle = false, cleanup = false, strict_cpus = false;
 	bool verbose = false;
 	uint32_t group_weight = 0;
@@ -148,6 +153,11 @@ private:
 	void apply();
 	void weigh_group();
 	void sample();
+	void start_source();
+	void follow(int pid);
+	void sample_proc(std::vector<int> &gone);
+	void read_bpf();
+	void on_events(Task &t, const std::vector<ProcEvent> &ev);
 	void arm_timer();
 	void on_record(const hpcmon_record &r);
 	void on_monitor_read(int fd);
@@ -160,8 +170,9 @@ private:
 	void shutdown_all();
 	void release_sockets();
 	// Record what changed since the last look (itlog.hpp) and send it to
-	// the watchers.
-	void note();
+	// the watchers: of every task, or of `only` and its sibling (an
+	// iteration of `only` closed: one look per event, not at every task).
+	void note(const Task *only = nullptr);
 	void log_records();
 	std::string watch(uint64_t since, bool from_now, json &reply);
 	void end_watchers(const std::string &reason);
@@ -177,9 +188,20 @@ private:
 	int cur_client_ = -1;
 	std::string end_reason_ = "hpcd exits";
 	std::map<int, ProcTracker> trackers_;
+	// The BPF source (null: /proc sampling), and the tasks it follows.
+	std::unique_ptr<BpfSource> bpf_;
+	std::map<int, WakeFilter> filters_;
+	uint64_t said_lost_ = 0;
+	// Something the plan depends on changed since the last apply().
+	bool changed_ = true;
+	uint64_t last_apply_ = 0;
 	// pid -> its pidfd: a task's exit ends it at once, not at the next
 	// sample (hpcctl run returns when its command's last task has gone).
+	// They wait in one epoll set (pidfd_ep_), so that a wake-up of hpcd
+	// costs the same with 4 tasks or 256.
 	std::map<int, int> pidfds_;
+	int pidfd_ep_ = -1;
+	std::vector<int> exited();
 	std::map<int, std::vector<int>> orig_cpus_;
 	std::map<int, Quota> applied_q_;
 	std::map<int, uint32_t> applied_w_;
@@ -314,8 +336,14 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	applied_q_[pid] = Quota{-1, e.s.period_us};
 	applied_w_[pid] = kWeightUnit;
 	had_task_ = true;
-	if (const int fd = open_pidfd(pid); fd >= 0)
+	if (const int fd = open_pidfd(pid); fd >= 0) {
 		pidfds_[pid] = fd;
+		epoll_event ev{};
+		ev.events = EPOLLIN;
+		ev.data.u64 = (uint64_t(uint32_t(pid)) << 32) | uint32_t(fd);
+		::epoll_ctl(pidfd_ep_, EPOLL_CTL_ADD, fd, &ev);
+	}
+	follow(pid);
 	// A rank whose launcher (mpirun, a wrapper) is managed: the launcher
 	// steps out of the pairing and gets its CPUs back.
 	if (via == Via::Monitor && !up)
@@ -404,8 +432,10 @@ void Daemon::adopt_launched()
 			continue;
 		}
 		log(fmt::format("{} ({}) rank {} started by launcher {}: adopted without the "
-				"monitor, iterations sampled from /proc",
-				p, comm, rank, lp));
+				"monitor, iterations {}",
+				p, comm, rank, lp,
+				e.find(p)->traced ? "from the scheduler's sleeps and wake-ups"
+						  : "sampled from /proc"));
 	}
 }
 
@@ -441,6 +471,8 @@ void Daemon::drop(int pid, const char *why)
 	log_.forget(pid);
 	note(); // the sibling's record that waited for this one went in alone
 	trackers_.erase(pid);
+	if (filters_.erase(pid))
+		bpf_->remove(pid);
 	orig_cpus_.erase(pid);
 	applied_q_.erase(pid);
 	applied_w_.erase(pid);
@@ -498,6 +530,8 @@ void Daemon::weigh_group()
 // Bring cgroups and affinities in line with the engine's plan.
 void Daemon::apply()
 {
+	changed_ = false;
+	last_apply_ = mono_ns();
 	// More contexts than CPUs (from --pid, hpcctl run or the monitor's
 	// hellos): say so once for every new high.
 	if (size_t n = e.active().size();
@@ -600,6 +634,44 @@ void Daemon::read_monitor()
 			  [this](int pid) { on_monitor_hangup(pid); });
 }
 
+// The BPF source where the kernel allows it (--source auto), else /proc
+// sampling: say which, and why not the first.
+void Daemon::start_source()
+{
+	if (o_.source == "proc") {
+		log(fmt::format("event source: /proc, sampled every {} ms (--source proc)",
+				o_.sample_ms));
+		return;
+	}
+	try {
+		bpf_ = std::make_unique<BpfSource>(o_.bpf_btf);
+		log("event source: bpf (the scheduler's tracepoints, every thread of each task)");
+	} catch (const std::exception &ex) {
+		if (o_.source == "bpf")
+			throw std::runtime_error(std::string("--source bpf: ") + ex.what());
+		log(fmt::format("event source: /proc, sampled every {} ms (no BPF source: {})",
+				o_.sample_ms, ex.what()));
+	}
+}
+
+// A new task's sleeps and wake-ups come from the BPF source from now on (its
+// present state from /proc); a task it cannot follow is sampled.
+void Daemon::follow(int pid)
+{
+	// Without its pidfd only /proc would tell that it exited.
+	if (!bpf_ || !pidfds_.count(pid))
+		return;
+	try {
+		bpf_->add(pid);
+		auto ps = proc_stat(pid);
+		filters_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000,
+				     !ps || ps->state == 'R');
+		e.find(pid)->traced = true;
+	} catch (const std::exception &ex) {
+		log(std::string(ex.what()) + ": sampled from /proc");
+	}
+}
+
 void Daemon::sample()
 {
 	uint64_t exp;
@@ -607,32 +679,9 @@ void Daemon::sample()
 	samples_++;
 	read_monitor();
 	std::vector<int> gone;
-	for (auto &[pid, t] : e.tasks) {
-		auto ps = proc_stat(pid);
-		if (!ps || ps->state == 'Z' || ps->state == 'X') {
-			gone.push_back(pid);
-			continue;
-		}
-		auto ss = read_file("/proc/" + std::to_string(pid) + "/schedstat");
-		uint64_t run = ss ? parse_schedstat(*ss).value_or(0) : 0;
-		uint64_t now = mono_ns();
-		auto tr = trackers_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000).first;
-		auto ev = tr->second.sample(now, ps->state, run);
-		t.live_runnable = tr->second.runnable();
-		if (t.monitored || t.launcher)
-			continue;
-		for (auto &x : ev) {
-			if (x.kind == ProcEvent::Sleep) {
-				e.sleep(pid, x.at);
-			} else if (e.wakeup(pid, x.at)) {
-				if (o_.verbose)
-					log(fmt::format("{} iteration {} U {} prio {}", pid,
-							t.t.nr_iter, t.t.last_util,
-							e.applied_prio(t)));
-				note();
-			}
-		}
-	}
+	if (bpf_)
+		read_bpf();
+	sample_proc(gone);
 	drop_all(gone, "gone from /proc");
 	if (const uint64_t now = mono_ns(); !o_.no_adopt && now - last_scan_ >= 50000000ull) {
 		last_scan_ = now;
@@ -640,15 +689,112 @@ void Daemon::sample()
 	}
 	// A held record whose sibling's never came (its wait stayed below
 	// min_wait): apply it alone.
+	for (auto &[pid, t] : e.tasks)
+		changed_ |= t.pending.has_value();
 	e.flush(mono_ns(), 20 * 1000000ull);
 	log_records();
-	apply();
+	// Nothing happened in this period (no event, no record, no state
+	// change): nothing to plan, unless the last plan is 50 ms old.
+	if (const uint64_t now = mono_ns(); changed_ || now - last_apply_ >= 50000000ull)
+		apply();
+}
+
+// The tasks the BPF source does not follow: their state and run time now.
+void Daemon::sample_proc(std::vector<int> &gone)
+{
+	for (auto &[pid, t] : e.tasks) {
+		if (filters_.count(pid))
+			continue;
+		auto ps = proc_stat(pid);
+		if (!ps || ps->state == 'Z' || ps->state == 'X') {
+			gone.push_back(pid);
+			continue;
+		}
+		auto ss = read_file("/proc/" + std::to_string(pid) + "/schedstat");
+		uint64_t run = ss ? parse_schedstat(*ss).value_or(0) : 0;
+		auto tr = trackers_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000).first;
+		auto ev = tr->second.sample(mono_ns(), ps->state, run);
+		changed_ |= t.live_runnable != tr->second.runnable();
+		t.live_runnable = tr->second.runnable();
+		on_events(t, ev);
+	}
+}
+
+// What the BPF source sent since the last period, then the wake-ups it held
+// long enough (WakeFilter).
+void Daemon::read_bpf()
+{
+	std::vector<ProcEvent> ev;
+	for (const SchedEvent &x : bpf_->read()) {
+		auto f = filters_.find(x.pid);
+		Task *t = e.find(x.pid);
+		if (f == filters_.end() || !t)
+			continue;
+		ev.clear();
+		f->second.push(x.wake ? ProcEvent::Wakeup : ProcEvent::Sleep, x.at, ev);
+		on_events(*t, ev);
+	}
+	const uint64_t now = mono_ns();
+	for (auto &[pid, f] : filters_) {
+		Task *t = e.find(pid);
+		if (!t)
+			continue;
+		ev.clear();
+		f.flush(now, ev);
+		on_events(*t, ev);
+		changed_ |= t->live_runnable != f.runnable();
+		t->live_runnable = f.runnable();
+	}
+	if (const uint64_t lost = bpf_->lost(); lost > said_lost_) {
+		log(fmt::format("BPF source: {} event(s) lost so far (ring buffer full): a "
+				"task's state may lag until its next event",
+				lost));
+		said_lost_ = lost;
+	}
+}
+
+// A sampled or traced task's sleeps and wake-ups, to the policy core (a rank
+// with the monitor, or a launcher, has its boundaries from elsewhere).
+void Daemon::on_events(Task &t, const std::vector<ProcEvent> &ev)
+{
+	if (t.monitored || t.launcher)
+		return;
+	changed_ |= !ev.empty();
+	for (auto &x : ev) {
+		if (x.kind == ProcEvent::Sleep) {
+			e.sleep(t.pid, x.at);
+		} else if (e.wakeup(t.pid, x.at)) {
+			if (o_.verbose)
+				log(fmt::format("{} iteration {} U {} prio {}", t.pid, t.t.nr_iter,
+						t.t.last_util, e.applied_prio(t)));
+			note(&t);
+		}
+	}
+}
+
+// The managed tasks whose pidfd says they exited. One look: the set is
+// level-triggered, so a pidfd not reported now (or whose task is not reaped
+// yet) is reported again at the next poll.
+std::vector<int> Daemon::exited()
+{
+	std::vector<int> gone;
+	std::vector<epoll_event> evs(std::max<size_t>(1, pidfds_.size()));
+	const int n = ::epoll_wait(pidfd_ep_, evs.data(), static_cast<int>(evs.size()), 0);
+	for (int i = 0; i < n; i++) {
+		const int pid = static_cast<int>(evs[i].data.u64 >> 32);
+		const int fd = static_cast<int>(evs[i].data.u64 & 0xffffffffu);
+		auto it = pidfds_.find(pid);
+		if (it != pidfds_.end() && it->second == fd && !proc_alive(pid))
+			gone.push_back(pid);
+	}
+	return gone;
 }
 
 // One record of a rank's monitor.
 void Daemon::on_record(const hpcmon_record &r)
 {
 	records_++;
+	changed_ = true;
 	const std::string job = fmt::format("j{:08x}", r.job);
 	if (r.kind == HPCMON_HELLO) {
 		auto &ig = e.s.ignore_ranks;
@@ -667,7 +813,7 @@ void Daemon::on_record(const hpcmon_record &r)
 		log_records();
 		// Records of one barrier close iterations of both siblings:
 		// look after each, so that no iteration goes unseen.
-		note();
+		note(e.find(r.pid));
 	}
 }
 
@@ -726,6 +872,12 @@ json Daemon::status()
 		    {"heuristic", hpc::format_param(e.s.params, HPC_P_HEURISTIC)},
 		    {"emul_period_us", e.s.period_us},
 		    {"sample_ms", o_.sample_ms},
+		    {"source", bpf_ ? "bpf" : "proc"},
+		    {"period_ms", timer_ns_ / 1e6},
+		    {"bpf_events", bpf_ ? bpf_->events() : 0},
+		    {"bpf_lost", bpf_ ? bpf_->lost() : 0},
+		    {"bpf_unmarked", bpf_ ? bpf_->unmarked() : 0},
+		    {"bpf_unseen", bpf_ ? bpf_->unseen() : 0},
 		    {"cpus", e.cpus},
 		    {"topology",
 		     {{"cpus", topo_.cpus.size()},
@@ -799,9 +951,10 @@ void Daemon::on_client(int fd, short rev)
 	}
 }
 
-void Daemon::note()
+void Daemon::note(const Task *only)
 {
-	auto evs = log_.scan(e, mono_ns());
+	auto evs =
+		only ? log_.scan(e, mono_ns(), {only, e.sibling(*only)}) : log_.scan(e, mono_ns());
 	if (evs.empty() || watchers_.empty())
 		return;
 	std::string lines;
@@ -985,7 +1138,11 @@ int Daemon::run()
 		ctl_ = make_control(o_.control);
 		mon_.open(o_.monitor, 0666);
 		timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		pidfd_ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+		if (pidfd_ep_ < 0)
+			throw std::system_error(errno, std::generic_category(), "epoll_create1");
 		arm_timer();
+		start_source();
 
 		hooks_.add = [this](int pid, const std::string &name, bool launcher) {
 			return add(pid, name, "d" + std::to_string(::getpid()), -1,
@@ -1054,9 +1211,7 @@ int Daemon::run()
 					 static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)),
 					 0});
 			const size_t first_pidfd = fds.size();
-			std::vector<std::pair<int, int>> watched(pidfds_.begin(), pidfds_.end());
-			for (auto &[pid, fd] : watched)
-				fds.push_back({fd, POLLIN, 0});
+			fds.push_back({pidfd_ep_, POLLIN, 0});
 			if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
 				throw std::system_error(errno, std::generic_category(), "poll");
 			if (fds[0].revents)
@@ -1075,16 +1230,12 @@ int Daemon::run()
 					on_client(fds[i].fd, fds[i].revents);
 			// Last: tasks that exited, once what the monitor sent before
 			// the exit (a rank's last records, its bye) is in.
-			std::vector<int> exited;
-			for (size_t i = first_pidfd; i < fds.size(); i++) {
-				auto [pid, fd] = watched[i - first_pidfd];
-				if (fds[i].revents && pidfds_.count(pid) && pidfds_[pid] == fd &&
-				    !proc_alive(pid))
-					exited.push_back(pid);
+			if (fds[first_pidfd].revents) {
+				std::vector<int> gone = exited();
+				if (!gone.empty())
+					read_monitor();
+				drop_all(gone, "exited");
 			}
-			if (!exited.empty())
-				read_monitor();
-			drop_all(exited, "exited");
 		}
 	} catch (const std::exception &ex) {
 		log(ex.what());
@@ -1105,6 +1256,11 @@ int main(int argc, char **argv)
 	Opts o;
 	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
 	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
+	o.source = env_or("HPCD_SOURCE", "auto");
+	if (o.source != "auto" && o.source != "bpf" && o.source != "proc") {
+		log("HPCD_SOURCE: '" + o.source + "' is not auto, bpf or proc");
+		return 64;
+	}
 	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup CPU weights, or SMT emulation)",
 		     "hpcd"};
 	app.set_version_flag("--version", "hpcd (hpcsched) " HPCSCHED_VERSION);
@@ -1132,8 +1288,17 @@ int main(int argc, char **argv)
 	app.add_option("--sample-ms", o.sample_ms, "/proc sampling period")
 		->check(CLI::Range(0.1, 1000.0));
 	app.add_option("--min-burst-us", o.min_burst_us,
-		       "/proc mode: run bursts up to this long inside a wait do not split it")
+		       "run bursts up to this long inside a wait do not split it")
 		->check(CLI::Range(0u, 1000000u));
+	app.add_option("--source", o.source,
+		       "where the sleeps and wake-ups of tasks without the MPI monitor come from: "
+		       "bpf (the scheduler's tracepoints, exact), proc (/proc sampled every "
+		       "--sample-ms), auto (default: bpf where the kernel allows it; $HPCD_SOURCE)")
+		->check(CLI::IsMember({"auto", "bpf", "proc"}));
+	app.add_option("--bpf-btf", o.bpf_btf,
+		       "the running kernel's BTF for the BPF source (default: "
+		       "/sys/kernel/btf/vmlinux)")
+		->check(CLI::ExistingFile);
 	app.add_option("--control", o.control, "control socket ($HPCD_CONTROL)");
 	app.add_option("--monitor", o.monitor,
 		       "the MPI monitor's socket: one connection per rank ($HPCD_SOCKET)");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct IterEvent {
 	uint64_t seq = 0;
 	Kind kind = Iteration;
 	int pid = 0, rank = -1, ctx = -1, cpu = -1;
-	bool monitored = false; // boundaries from the monitor, else /proc sampling
+	bool monitored = false;      // boundaries from the monitor
+	const char *source = "proc"; // task_source(): "monitor", "bpf" or "proc"
 	uint64_t at_ns = 0;     // end of the iteration, or time of the change (CLOCK_MONOTONIC)
 	uint64_t iteration = 0; // closed iterations of the task so far
 	uint64_t missed = 0;    // iterations that closed unseen before this one
@@ -48,6 +50,10 @@ public:
 	// first iterations may close before the first scan). Returns the new
 	// events.
 	std::vector<IterEvent> scan(Engine &e, uint64_t now);
+	// The same for these tasks only (null: none): a task whose iteration
+	// closed and its sibling, which its judgement may have moved.
+	std::vector<IterEvent> scan(Engine &e, uint64_t now,
+				    std::initializer_list<const Task *> only);
 	// A task left hpcd.
 	void forget(int pid) { seen_.erase(pid); }
 	// The task's core state started over (the monitor took over from
@@ -70,6 +76,7 @@ private:
 		uint32_t prio = 0;
 	};
 	void push(IterEvent ev, std::vector<IterEvent> &out);
+	void scan_one(Engine &e, const Task &t, uint64_t now, std::vector<IterEvent> &out);
 	std::map<int, Seen> seen_;
 	std::deque<IterEvent> ring_;
 	size_t cap_;

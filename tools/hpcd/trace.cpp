@@ -245,7 +245,7 @@ std::optional<Trace> read(std::istream &in, std::string &err)
 				if (it == t.tasks.end()) {
 					t.tasks.push_back(ti);
 				} else {
-					if (it->source == "proc" && ti.source == "monitor") {
+					if (it->source != "monitor" && ti.source == "monitor") {
 						drop_sampled(t, ti.pid);
 						last_iter.erase(ti.pid);
 					}

@@ -584,7 +584,115 @@ check "run --membind 99: exit 64, names the node" test $rc -eq 64 -a -n "$(grep 
 check "run --membind x: exit 64" test $rc -eq 64 -a -n "$(grep -l 'not a list of NUMA nodes' "$work/o")"
 wait_for 5 '! ctl_up'
 
-# --- 7. hpcctl usage errors -----------------------------------------------------
+# --- 7. the event source: BPF (the scheduler's tracepoints), or /proc ---------
+threads=$bin/hpcd-threads
+# top_field PID KEY: that field of the task in hpcctl top (empty: not listed).
+top_field() {
+	"$hpcctl" --backend hpcd top --once --json 2>/dev/null |
+		$py -c "import json,sys; t={x['pid']:x for x in json.load(sys.stdin)}; print(t[$1]['$2'] if $1 in t else '')" 2>/dev/null
+}
+# A rank whose iterations run in a worker thread (10 ms computing, 20 ms
+# asleep) while its main thread waits, beside a storm of 64 short-lived
+# threads at a time for its first 2 s. The BPF source follows every thread:
+# the iterations go on after the storm (each dead thread was counted out).
+"$threads" 8 10 20 2 64 >/dev/null & tp=$!; pids+=($tp)
+"$hpcd" --source bpf --pid $tp 2>"$work/hpcd-bpf.log" &
+hp=$!; pids+=($hp)
+wait_for 10 ctl_up
+src=$(status_field source)
+check "--source bpf: hpcd says it uses it (status source: $src; $(head -1 "$work/hpcd-bpf.log"))" test "$src" = bpf
+check "--source bpf: the task's iterations come from it (source $(top_field $tp source))" test "$(top_field $tp source)" = bpf
+sleep 3.5
+i1=$(top_field $tp iterations)
+sleep 2
+i2=$(top_field $tp iterations) u=$(top_field $tp last_util) lost=$(status_field bpf_lost)
+check "--source bpf: a worker thread's iterations are seen after a thread storm ($i1 then $i2 iterations, 2 s apart)" \
+	test -n "$i1" -a -n "$i2" -a "${i2:-0}" -ge $((${i1:-0} + 10))
+check "--source bpf: ... with its waits (last utilisation ${u:-?} of 10000, under 8000)" test -n "$u" -a "${u:-10000}" -lt 8000
+check "--source bpf: the storm lost no event ($lost)" test "$lost" = 0
+kill $tp 2>/dev/null
+wait_for 5 '[ -z "$(top_field '$tp' pid)" ]'
+check "--source bpf: a task that exits is released" test -z "$(top_field $tp pid)"
+kill $hp 2>/dev/null; wait $hp 2>/dev/null
+
+# The same rank with /proc sampling sees its main thread only, asleep in
+# pthread_join: no iteration once the storm is over.
+"$threads" 8 10 20 2 64 >/dev/null & tp=$!; pids+=($tp)
+"$hpcd" --source proc --pid $tp 2>"$work/hpcd-proc.log" &
+hp=$!; pids+=($hp)
+wait_for 10 ctl_up
+src=$(status_field source)
+check "--source proc: hpcd samples /proc (status source: $src)" test "$src" = proc
+sleep 3.5
+i1=$(top_field $tp iterations)
+sleep 2
+i2=$(top_field $tp iterations)
+check "--source proc: the main thread only (source $(top_field $tp source); iterations $i1 then $i2)" \
+	test "$(top_field $tp source)" = proc -a -n "$i1" -a "$i1" = "$i2"
+kill $tp $hp 2>/dev/null; wait $hp 2>/dev/null
+
+# Waits shorter than the sampling period (1 ms, 2 ms computing): the BPF
+# source sees each (every wait of at least min_wait_us closes an iteration).
+"$spin" 30 2 1 "$work/spin.log" >/dev/null & sp=$!; pids+=($sp)
+"$hpcd" --pid $sp 2>"$work/hpcd-short.log" &
+hp=$!; pids+=($hp)
+wait_for 10 ctl_up
+sleep 2
+i1=$(top_field $sp iterations)
+kill -TERM $sp; wait $sp 2>/dev/null
+slept=$(grep -c '^sleep ' "$work/spin.log" 2>/dev/null)
+check "default source: 1 ms waits each close an iteration ($i1 iterations, $slept waits)" \
+	test -n "$i1" -a "${slept:-0}" -gt 100 -a "$((${i1:-0} * 10))" -ge "$((${slept:-0} * 8))"
+wait_for 5 '! kill -0 '$hp' 2>/dev/null || ! ctl_up' || kill $hp 2>/dev/null
+kill $hp 2>/dev/null; wait $hp 2>/dev/null
+
+# A task that exits in the middle of a compute phase, its sibling held back
+# by a quota (smt-emul, priorities 4 and 6): the sibling's quota goes.
+start_spin 60; a=$!
+start_spin 60; b=$!
+"$hpcd" --source bpf --mode smt-emul --pid $a --pid $b --prio 4 --prio 6 --cpus $cpus 2>"$work/hpcd-exit.log" &
+hp=$!; pids+=($hp)
+wait_for 10 ctl_up
+wait_for 5 '[ "$(quota_of '$a' | cut -d" " -f1)" != "-1" ] && [ "$(quota_of '$a' | cut -d" " -f1)" != max ]'
+q0=$(quota_of $a)
+kill -9 $b; wait $b 2>/dev/null
+wait_for 5 '[ "$(quota_of '$a' | cut -d" " -f1)" = -1 ] || [ "$(quota_of '$a' | cut -d" " -f1)" = max ]'
+check "--source bpf: the sibling of a task killed mid-iteration is no longer held back ($q0 -> $(quota_of $a))" \
+	bash -c "case '$(quota_of $a)' in -1* | max*) true ;; *) false ;; esac"
+kill $a $hp 2>/dev/null; wait $hp 2>/dev/null
+
+# Many tasks that exit at once (more than one look at the exit set holds):
+# each is released, and hpcd, idle, exits.
+many=()
+for i in $(seq 80); do "$spin" 2 5 45 >/dev/null & many+=(--pid $!); pids+=($!); done
+"$hpcd" --exit-when-idle "${many[@]}" 2>"$work/hpcd-many.log" &
+hp=$!; pids+=($hp)
+wait_for 20 '! kill -0 '$hp' 2>/dev/null'
+check "80 tasks that exit together: each released, hpcd exits ($(grep -c '^hpcd: released' "$work/hpcd-many.log") released; $(grep -v '^hpcd: \(managing\|released\)' "$work/hpcd-many.log" | tail -1))" \
+	bash -c "! kill -0 $hp 2>/dev/null && [ \$(grep -c '^hpcd: released' '$work/hpcd-many.log') -eq 80 ]"
+kill $hp 2>/dev/null; wait $hp 2>/dev/null
+
+# The program cannot load (a file that is no BTF stands for a kernel
+# without it): --source bpf refuses with the reason and changes nothing;
+# auto falls back to /proc and says why.
+start_spin 30; a=$!
+"$hpcd" --source bpf --bpf-btf /etc/hostname --pid $a >"$work/o" 2>&1; rc=$?
+check "--source bpf without a usable BTF: exit 1 and why ($(grep -o 'cannot load.*' "$work/o" | head -1))" \
+	test $rc -eq 1 -a -n "$(grep -l 'cannot load the BPF program' "$work/o")"
+check "... and the task where it was, in no hpcd cgroup ($(cg_of $a))" test "$(cg_of $a)" = "$orig_cg"
+"$hpcd" --bpf-btf /etc/hostname --pid $a 2>"$work/hpcd-fb.log" &
+hp=$!; pids+=($hp)
+wait_for 10 ctl_up
+check "--source auto without a usable BTF: falls back to /proc ($(status_field source))" test "$(status_field source)" = proc
+check "... and says why" grep -q 'event source: /proc.*no BPF source: cannot load the BPF program' "$work/hpcd-fb.log"
+kill $a $hp 2>/dev/null; wait $hp 2>/dev/null
+HPCD_SOURCE=kernel "$hpcd" >"$work/o" 2>&1; rc=$?
+check "HPCD_SOURCE=kernel: exit 64, says what it may be" test $rc -eq 64 -a -n "$(grep -l 'not auto, bpf or proc' "$work/o")"
+"$hpcd" --source sysfs >/dev/null 2>&1; rc=$?
+check "hpcd --source sysfs: exit 64" test $rc -eq 64
+wait_for 5 '! ctl_up'
+
+# --- 8. hpcctl usage errors -----------------------------------------------------
 "$hpcctl" frobnicate >"$work/o" 2>&1; rc=$?
 check "hpcctl frobnicate: exit 64, 'unknown command'" test $rc -eq 64 -a -n "$(grep -l "unknown command 'frobnicate'" "$work/o")"
 "$hpcctl" run true >"$work/o" 2>&1; rc=$?

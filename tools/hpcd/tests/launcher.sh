@@ -49,7 +49,8 @@ hpcd_of() {
 all_gone() { ! alive "$1" && ! alive "$2" && [ ! -e "$3" ]; }
 
 # --- 1. hpcctl trace -- mpirun: the ranks are adopted, not mpirun --------------------
-# Four ranks without the monitor: found under mpirun, sampled from /proc.
+# Four ranks without the monitor: found under mpirun, their sleeps and wake-ups
+# from hpcd's source (the BPF program, or /proc samples).
 # On the emulated SMT cores (mode smt-emul): one context per CPU, pinned.
 # hpcd's tree outweighs this shell 10000 to 100, and the contexts fill the
 # CPUs: the probe is hpcctl and grep (no interpreter to start), and the ranks
@@ -80,7 +81,9 @@ check "trace -- mpirun -np 4: 4 ranks adopted, in rank order on contexts 0..3 ($
 check "trace -- mpirun: mpirun is the launcher, not paired ($(get launcher))" \
 	bash -c "[[ '$(get launcher)' == *:mpirun:-1 ]]"
 check "trace -- mpirun: the ranks were found under it ($(get launched_by))" test -n "$lpid" -a "$(get launched_by)" = "$lpid"
-check "trace -- mpirun: the ranks are sampled from /proc ($(get source))" test "$(get source)" = proc
+src=$("$hpcctl" --backend hpcd status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["source"])')
+check "trace -- mpirun: the ranks' events come from hpcd's source, $src ($(get source))" \
+	test -n "$src" -a "$(get source)" = "$src"
 exp_cpus="0 1 0 1"; [ "$ncpu" -lt 2 ] && exp_cpus="0 0 0 0"
 check "trace -- mpirun: the ranks spread over the CPUs pairwise ($(get cpus))" test "$(get cpus)" = "$exp_cpus"
 aff=
@@ -93,7 +96,7 @@ check "trace -- mpirun: says on stderr that the ranks ran unmonitored" \
 	grep -q "warning: 4 of 4 rank(s) ran unmonitored" "$work/l.err"
 check "trace -- mpirun: the record's end line says so too" bash -c \
 	"tail -1 '$work/l.jsonl' | grep -q '\"warnings\":\[\"4 of 4 rank(s) ran unmonitored'"
-check "trace -- mpirun: task lines of the 4 ranks (source proc) and the launcher" bash -c \
+check "trace -- mpirun: task lines of the 4 ranks and the launcher" bash -c \
 	"[ \$(grep '\"type\":\"task\"' '$work/l.jsonl' | grep '\"role\":\"task\"' | grep -o '\"pid\":[0-9]*' | sort -u | wc -l) -eq 4 ] &&
 	 grep '\"type\":\"task\"' '$work/l.jsonl' | grep -q '\"role\":\"launcher\"'"
 "$hpcctl" report "$work/l.jsonl" >"$work/rep" 2>&1; rc=$?

@@ -2,6 +2,7 @@
 #include "procstat.hpp"
 #include "system.hpp"
 #include "test_util.hpp"
+#include "wakefilter.hpp"
 
 using namespace hpcd;
 using namespace hpcd_test;
@@ -215,4 +216,70 @@ TEST(Launcher, RankFromEnviron)
 	EXPECT_FALSE(hpcd::rank_from_environ("PATH=/bin\0HOME=/root"s));
 	EXPECT_FALSE(hpcd::rank_from_environ("OMPI_COMM_WORLD_RANK=-1\0PMI_RANK=1x"s));
 	EXPECT_FALSE(hpcd::rank_from_environ(""));
+}
+
+// The BPF source's exact events through WakeFilter (min_burst 200 us).
+namespace
+{
+std::vector<hpcd::ProcEvent> feed(hpcd::WakeFilter &f,
+				  std::initializer_list<std::pair<bool, uint64_t>> evs)
+{
+	std::vector<hpcd::ProcEvent> out;
+	for (auto [wake, at] : evs)
+		f.push(wake ? hpcd::ProcEvent::Wakeup : hpcd::ProcEvent::Sleep, at, out);
+	return out;
+}
+std::string text(const std::vector<hpcd::ProcEvent> &ev)
+{
+	std::string s;
+	for (auto &e : ev)
+		s += (e.kind == hpcd::ProcEvent::Wakeup ? "W" : "S") + std::to_string(e.at) + " ";
+	return s;
+}
+} // namespace
+
+TEST(WakeFilter, ExactBoundariesPassThrough)
+{
+	hpcd::WakeFilter f(200000, true);
+	// computes, sleeps 30 ms, wakes, sleeps again after 20 ms
+	auto ev = feed(f, {{false, 1000000}, {true, 31000000}, {false, 51000000}});
+	EXPECT_EQ(text(ev), "S1000000 W31000000 S51000000 ");
+	EXPECT_FALSE(f.runnable());
+}
+
+TEST(WakeFilter, ShortBurstInsideAWaitDoesNotSplitIt)
+{
+	hpcd::WakeFilter f(200000, false);
+	// a 150 us burst (a polling wait's back-off), then the real wake-up
+	auto ev = feed(f, {{true, 1000000}, {false, 1150000}, {true, 9000000}});
+	EXPECT_EQ(text(ev), "");
+	EXPECT_TRUE(f.runnable()); // held, but running
+	std::vector<hpcd::ProcEvent> out;
+	f.flush(9100000, out); // 100 us after it: still a possible burst
+	EXPECT_TRUE(out.empty());
+	f.flush(9300000, out); // 300 us: a compute phase
+	EXPECT_EQ(text(out), "W9000000 ");
+	out.clear();
+	f.flush(9400000, out); // said once
+	EXPECT_TRUE(out.empty());
+	// a burst longer than min_burst is one
+	ev = feed(f, {{false, 20000000}, {true, 30000000}, {false, 30300000}});
+	EXPECT_EQ(text(ev), "S20000000 W30000000 S30300000 ");
+}
+
+TEST(WakeFilter, RepeatedStatesAndDisorder)
+{
+	hpcd::WakeFilter f(200000, true);
+	// a wake-up while running, a sleep while asleep: nothing
+	auto ev = feed(f, {{true, 500}, {false, 1000000}, {false, 1000500}});
+	EXPECT_EQ(text(ev), "S1000000 ");
+	// two CPUs' events a few ns out of order: a sleep stamped before the
+	// wake-up it follows is a burst of no length, not a huge one
+	ev = feed(f, {{true, 5000000}, {false, 4999990}});
+	EXPECT_EQ(text(ev), "");
+	EXPECT_FALSE(f.runnable());
+	// zero min_burst: every burst counts
+	hpcd::WakeFilter z(0, false);
+	ev = feed(z, {{true, 100}, {false, 150}});
+	EXPECT_EQ(text(ev), "W100 S150 ");
 }
