@@ -8,8 +8,10 @@
 #                 balanced and imbalanced programs (bench/bench.sh; as root,
 #                 ~15 min on 2 CPUs);
 #                 then hpcd's own CPU time managing 16, 64 and 256 iterating
-#                 tasks, in weight and smt-emul mode (bench-hpcd-scale,
-#                 bench/hpcd-scale.sh; ~2 min);
+#                 tasks, in weight and smt-emul mode, with its BPF and its /proc
+#                 event source, and how close the sleeps and wake-ups it found
+#                 are to the tasks' own (bench-hpcd-scale, bench/hpcd-scale.sh;
+#                 ~4 min);
 #                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
 #                 then Open MPI beside MPICH (bench-mpich, tools/mpich.mk);
 #                 then scx_hpc beside scx_simple in the QEMU guest, and wake-up
@@ -41,7 +43,8 @@ bench: build
 	@$(MAKE) --no-print-directory bench-scx
 
 #   make bench-hpcd-scale   hpcd's CPU time at node scale alone (SCALE_TASKS,
-#                 SCALE_MODES, SCALE_SECS: bench/hpcd-scale.sh)
+#                 SCALE_MODES, SCALE_SOURCES, SCALE_SECS, SCALE_SHORT_WAIT_MS:
+#                 bench/hpcd-scale.sh)
 bench-hpcd-scale: build
 	@bench/hpcd-scale.sh $(BUILD) $(BENCH_DIR)/hpcd-scale
 
