@@ -2,6 +2,8 @@
 # hpcd on this machine's real cgroups (v1 or v2), as root. TAP output.
 #
 # usage: integration.sh BIN_DIR     (BIN_DIR holds hpcd, hpcctl, hpcd-spin)
+# $HPCD_SOURCE: the event source of every hpcd not given one (auto, bpf or
+# proc; run-suite.sh runs it with auto, then with the /proc fallback forced).
 #
 # Never skips: without root or without a usable cpu controller every test
 # fails with the reason.
@@ -634,14 +636,14 @@ kill $tp $hp 2>/dev/null; wait $hp 2>/dev/null
 # Waits shorter than the sampling period (1 ms, 2 ms computing): the BPF
 # source sees each (every wait of at least min_wait_us closes an iteration).
 "$spin" 30 2 1 "$work/spin.log" >/dev/null & sp=$!; pids+=($sp)
-"$hpcd" --pid $sp 2>"$work/hpcd-short.log" &
+"$hpcd" --source bpf --pid $sp 2>"$work/hpcd-short.log" &
 hp=$!; pids+=($hp)
 wait_for 10 ctl_up
 sleep 2
 i1=$(top_field $sp iterations)
 kill -TERM $sp; wait $sp 2>/dev/null
 slept=$(grep -c '^sleep ' "$work/spin.log" 2>/dev/null)
-check "default source: 1 ms waits each close an iteration ($i1 iterations, $slept waits)" \
+check "--source bpf: 1 ms waits each close an iteration ($i1 iterations, $slept waits)" \
 	test -n "$i1" -a "${slept:-0}" -gt 100 -a "$((${i1:-0} * 10))" -ge "$((${slept:-0} * 8))"
 wait_for 5 '! kill -0 '$hp' 2>/dev/null || ! ctl_up' || kill $hp 2>/dev/null
 kill $hp 2>/dev/null; wait $hp 2>/dev/null
@@ -680,7 +682,7 @@ start_spin 30; a=$!
 check "--source bpf without a usable BTF: exit 1 and why ($(grep -o 'cannot load.*' "$work/o" | head -1))" \
 	test $rc -eq 1 -a -n "$(grep -l 'cannot load the BPF program' "$work/o")"
 check "... and the task where it was, in no hpcd cgroup ($(cg_of $a))" test "$(cg_of $a)" = "$orig_cg"
-"$hpcd" --bpf-btf /etc/hostname --pid $a 2>"$work/hpcd-fb.log" &
+"$hpcd" --source auto --bpf-btf /etc/hostname --pid $a 2>"$work/hpcd-fb.log" &
 hp=$!; pids+=($hp)
 wait_for 10 ctl_up
 check "--source auto without a usable BTF: falls back to /proc ($(status_field source))" test "$(status_field source)" = proc

@@ -11,6 +11,9 @@ else
 	echo "not ok 1 - hpcd-tests: $bin/hpcd-tests not built"; status=1
 fi
 "$here/integration.sh" "$bin" || status=1
+# again with the /proc fallback forced on every hpcd not told otherwise
+echo "# integration, HPCD_SOURCE=proc"
+HPCD_SOURCE=proc "$here/integration.sh" "$bin" || status=1
 # hpcctl with an MPI launcher; no hpcd outlives what started it
 "$here/launcher.sh" "$1" || status=1
 # hpcctl --backend scx: its refusals and error paths (no sched_ext needed)
