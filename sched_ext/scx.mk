@@ -47,12 +47,12 @@ CHECK_SUITES += scx-host scx-guest scx-guest-smp4
 
 .PHONY: scx scx-tools scx-hpcctl scx-guest-initrd scx-bench scx-guest-run check-scx-host check-scx-guest check-scx-guest-smp4
 
-scx: deps-bpf $(SCX_TARGETS)
+scx: deps-userspace deps-bpf $(SCX_TARGETS)
 
 # libbpf + bpftool, built by the kernel tree's own sched_ext Makefile (its
 # rules for them do not need vmlinux). One recipe makes both: a grouped
 # target, so that make -j runs it once.
-$(SCX_LIBBPF) $(SCX_BPFTOOL) &: | deps-bpf deps-kernel
+$(SCX_LIBBPF) $(SCX_BPFTOOL) &: | deps-userspace deps-bpf deps-kernel
 	@mkdir -p $(SCX_TREE)
 	@test -d $(SCX_KSRC)/tools/sched_ext || \
 		{ echo "scx: no kernel tree at $(SCX_KSRC) (make kernel, or SCX_KSRC=)"; exit 1; }

@@ -17,10 +17,11 @@ check "no package in two groups (${dups:-none})" test -z "$dups"
 sum=$(for g in userspace bpf kernel ppc mpich; do "$deps" --list "$g"; done | sort -u)
 check "every group together is every package" test "$sum" = "$all"
 us=$("$deps" --list userspace)
-for p in qemu-system-x86 linux-source-6.12 gcc-powerpc64le-linux-gnu qemu-system-ppc clang-16 mpich; do
+for p in qemu-system-x86 linux-source-6.12 gcc-powerpc64le-linux-gnu qemu-system-ppc llvm-16 mpich; do
 	check "userspace does not install $p" bash -c "! grep -qx '$p' <<<'$us'"
 done
-for p in build-essential cmake libopenmpi-dev libhwloc-dev python3-matplotlib; do
+# clang-16, bpftool, libbpf-dev: hpcd's BPF event source is built with it
+for p in build-essential cmake libopenmpi-dev libhwloc-dev python3-matplotlib clang-16 bpftool libbpf-dev; do
 	check "userspace installs $p" grep -qx "$p" <<<"$us"
 done
 check "ppc: the cross compiler and qemu-system-ppc, base too" bash -c \

@@ -1285,7 +1285,9 @@ int main(int argc, char **argv)
 	app.add_option("--set", o.settings, "tunable KEY=VALUE (sysfs names), repeatable");
 	app.add_option("--period-us", o.period_us, "bandwidth period (emul_period_us)")
 		->check(CLI::Range(HPC_MIN_EMUL_PERIOD_US, HPC_MAX_EMUL_PERIOD_US));
-	app.add_option("--sample-ms", o.sample_ms, "/proc sampling period")
+	app.add_option("--sample-ms", o.sample_ms,
+		       "how often hpcd looks at its tasks (BPF events or /proc samples) and "
+		       "applies its plan (50 ms while it only watches)")
 		->check(CLI::Range(0.1, 1000.0));
 	app.add_option("--min-burst-us", o.min_burst_us,
 		       "run bursts up to this long inside a wait do not split it")

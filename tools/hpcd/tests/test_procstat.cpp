@@ -232,8 +232,11 @@ std::vector<hpcd::ProcEvent> feed(hpcd::WakeFilter &f,
 std::string text(const std::vector<hpcd::ProcEvent> &ev)
 {
 	std::string s;
-	for (auto &e : ev)
-		s += (e.kind == hpcd::ProcEvent::Wakeup ? "W" : "S") + std::to_string(e.at) + " ";
+	for (auto &e : ev) {
+		s += e.kind == hpcd::ProcEvent::Wakeup ? 'W' : 'S';
+		s += std::to_string(e.at);
+		s += ' ';
+	}
 	return s;
 }
 } // namespace
