@@ -231,6 +231,44 @@ void Cgroups::write(const std::string &rel, const char *file, const std::string 
 	write_file(abs(rel) + "/" + file, val);
 }
 
+Cgroups::KeptFiles::~KeptFiles()
+{
+	for (auto &[path, f] : fd)
+		::close(f);
+}
+
+void Cgroups::write_kept(const std::string &rel, const char *file, const std::string &val)
+{
+	const std::string path = abs(rel) + "/" + file;
+	auto it = kept_->fd.find(path);
+	if (it == kept_->fd.end()) {
+		const int f =
+			::open(path.c_str(), O_WRONLY | O_CLOEXEC | (fake_ ? O_CREAT : 0), 0644);
+		if (f < 0)
+			throw std::system_error(errno, std::generic_category(), "open " + path);
+		it = kept_->fd.emplace(path, f).first;
+	}
+	// cgroupfs takes each write as the whole value; a plain file (the
+	// tests' tree) is rewritten.
+	if (fake_ && ::ftruncate(it->second, 0) < 0)
+		throw std::system_error(errno, std::generic_category(), "truncate " + path);
+	const ssize_t n = ::pwrite(it->second, val.data(), val.size(), 0);
+	const int err = n < 0 ? errno : EIO;
+	if (n != static_cast<ssize_t>(val.size()))
+		throw std::system_error(err, std::generic_category(),
+					"write '" + val + "' to " + path);
+}
+
+void Cgroups::close_kept(const std::string &rel)
+{
+	const std::string dir = abs(rel) + "/";
+	auto &m = kept_->fd;
+	for (auto it = m.lower_bound(dir); it != m.end() && it->first.rfind(dir, 0) == 0;) {
+		::close(it->second);
+		it = m.erase(it);
+	}
+}
+
 static void make_dir(const std::string &path)
 {
 	if (::mkdir(path.c_str(), 0755) < 0 && errno != EEXIST)
@@ -276,24 +314,24 @@ void Cgroups::set_quota(const std::string &rel, int64_t quota_us, uint32_t perio
 			bool write_period)
 {
 	if (layout_.version == CgVersion::V2) {
-		write(rel, "cpu.max",
-		      (quota_us < 0 ? std::string("max") : std::to_string(quota_us)) + " " +
-			      std::to_string(period_us));
+		write_kept(rel, "cpu.max",
+			   (quota_us < 0 ? std::string("max") : std::to_string(quota_us)) + " " +
+				   std::to_string(period_us));
 		return;
 	}
 	// Parents have no limit, so any order is accepted; the period first, so
 	// the new quota is never enforced against the old period.
 	if (write_period)
-		write(rel, "cpu.cfs_period_us", std::to_string(period_us));
-	write(rel, "cpu.cfs_quota_us", quota_us < 0 ? "-1" : std::to_string(quota_us));
+		write_kept(rel, "cpu.cfs_period_us", std::to_string(period_us));
+	write_kept(rel, "cpu.cfs_quota_us", quota_us < 0 ? "-1" : std::to_string(quota_us));
 }
 
 void Cgroups::set_weight(const std::string &rel, uint32_t weight)
 {
 	if (layout_.version == CgVersion::V2)
-		write(rel, "cpu.weight", std::to_string(weight));
+		write_kept(rel, "cpu.weight", std::to_string(weight));
 	else
-		write(rel, "cpu.shares", std::to_string(weight_to_shares(weight)));
+		write_kept(rel, "cpu.shares", std::to_string(weight_to_shares(weight)));
 }
 
 void Cgroups::attach(const std::string &rel, int pid)
@@ -337,6 +375,7 @@ bool Cgroups::release(const std::string &rel, const std::string &origin)
 {
 	bool ok = true;
 	struct stat st;
+	close_kept(rel);
 	if (::stat(abs(rel).c_str(), &st) < 0)
 		return true;
 	try {
@@ -399,6 +438,7 @@ bool Cgroups::teardown(const std::vector<std::pair<std::string, std::string>> &o
 {
 	bool ok = true;
 	std::string base = "/hpcsched/" + instance_;
+	close_kept(base);
 	for (auto &[rel, origin] : origins)
 		ok = release(rel, origin) && ok;
 	for (auto &job : subdirs(abs(base))) {

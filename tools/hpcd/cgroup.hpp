@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,10 +91,24 @@ public:
 
 private:
 	void write(const std::string &rel, const char *file, const std::string &val) const;
+	// The quota and weight files hpcd writes while it runs stay open (an
+	// open is a path walk, and emulating, a quota changes at every sleep and
+	// wake-up of a sibling); copies of a Cgroups share them.
+	struct KeptFiles {
+		std::map<std::string, int> fd; // absolute path -> descriptor
+		KeptFiles() = default;
+		KeptFiles(const KeptFiles &) = delete;
+		KeptFiles &operator=(const KeptFiles &) = delete;
+		~KeptFiles();
+	};
+	void write_kept(const std::string &rel, const char *file, const std::string &val);
+	// Close the kept files of `rel` and of the cgroups below it.
+	void close_kept(const std::string &rel);
 	bool remove_dir(const std::string &rel) const;
 	CgLayout layout_;
 	std::string instance_, prefix_;
 	bool fake_;
+	std::shared_ptr<KeptFiles> kept_ = std::make_shared<KeptFiles>();
 };
 
 // Reads and writes of small files; write_file throws std::system_error.

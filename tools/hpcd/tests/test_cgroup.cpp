@@ -138,6 +138,27 @@ TEST(FakeV1, CreateQuotaWeightAttachRelease)
 	EXPECT_TRUE(exists(t.p("/orig"))); // never touched what it did not create
 }
 
+// Quota files stay open while hpcd writes them; a cgroup released and made
+// again (the same pid managed again) is written through its new files.
+TEST(FakeV1, KeptFilesFollowARecreatedCgroup)
+{
+	FakeTree t(CgVersion::V1);
+	Cgroups cg(t.layout, "hpcd-42", t.d.path, true);
+	cg.setup();
+	std::string rel = cg.create("job", 1234);
+	cg.set_quota(rel, 1750, 10000);
+	cg.set_weight(rel, 100);
+	EXPECT_TRUE(cg.release(rel, "/orig"));
+	EXPECT_FALSE(exists(t.p(rel)));
+	EXPECT_EQ(cg.create("job", 1234), rel);
+	cg.set_quota(rel, 6000, 20000);
+	cg.set_weight(rel, 250);
+	EXPECT_EQ(slurp(t.p(rel + "/cpu.cfs_period_us")), "20000");
+	EXPECT_EQ(slurp(t.p(rel + "/cpu.cfs_quota_us")), "6000");
+	EXPECT_EQ(slurp(t.p(rel + "/cpu.shares")), "2560");
+	EXPECT_TRUE(cg.teardown());
+}
+
 TEST(FakeV2, CpuMaxWeightSubtreeControl)
 {
 	FakeTree t(CgVersion::V2);
