@@ -23,7 +23,7 @@ struct hpcd_proc {
 struct hpcd_event {
 	unsigned long long ts; /* ns, CLOCK_MONOTONIC */
 	unsigned int tgid;
-	unsigned int tid; /* the thread whose change it was */
+	unsigned int tid;  /* the thread whose change it was */
 	unsigned int kind; /* enum hpcd_ev_kind */
 	unsigned int cpu;
 };
