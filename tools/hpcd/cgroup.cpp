@@ -109,17 +109,32 @@ std::optional<std::string> read_file(const std::string &path)
 	return out;
 }
 
+namespace
+{
+// `val` at the start of the open file `fd` (`path`, for the message). A
+// cgroup file takes each write as its whole value.
+void write_at_start(int fd, const std::string &path, const std::string &val)
+{
+	const ssize_t n = ::pwrite(fd, val.data(), val.size(), 0);
+	const int err = n < 0 ? errno : EIO;
+	if (n != static_cast<ssize_t>(val.size()))
+		throw std::system_error(err, std::generic_category(),
+					"write '" + val + "' to " + path);
+}
+} // namespace
+
 void write_file(const std::string &path, const std::string &val)
 {
 	int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		throw std::system_error(errno, std::generic_category(), "open " + path);
-	ssize_t n = ::write(fd, val.data(), val.size());
-	int err = errno;
+	try {
+		write_at_start(fd, path, val);
+	} catch (...) {
+		::close(fd);
+		throw;
+	}
 	::close(fd);
-	if (n != static_cast<ssize_t>(val.size()))
-		throw std::system_error(n < 0 ? err : EIO, std::generic_category(),
-					"write '" + val + "' to " + path);
 }
 
 std::optional<CgLayout> find_cpu_cgroup(std::string_view mountinfo, const std::string &prefix,
@@ -248,15 +263,10 @@ void Cgroups::write_kept(const std::string &rel, const char *file, const std::st
 			throw std::system_error(errno, std::generic_category(), "open " + path);
 		it = kept_->fd.emplace(path, f).first;
 	}
-	// cgroupfs takes each write as the whole value; a plain file (the
-	// tests' tree) is rewritten.
+	// A plain file (the tests' tree) is rewritten whole.
 	if (fake_ && ::ftruncate(it->second, 0) < 0)
 		throw std::system_error(errno, std::generic_category(), "truncate " + path);
-	const ssize_t n = ::pwrite(it->second, val.data(), val.size(), 0);
-	const int err = n < 0 ? errno : EIO;
-	if (n != static_cast<ssize_t>(val.size()))
-		throw std::system_error(err, std::generic_category(),
-					"write '" + val + "' to " + path);
+	write_at_start(it->second, path, val);
 }
 
 void Cgroups::close_kept(const std::string &rel)

@@ -306,16 +306,24 @@ bool Engine::one_per_thread()
 	return real_smt && active().size() <= cpus.size();
 }
 
+// The other hardware thread of `cpu`'s core (cpus[2k] and cpus[2k+1]); -1:
+// none, or not one of ours.
+int Engine::other_thread(int cpu) const
+{
+	auto it = std::find(cpus.begin(), cpus.end(), cpu);
+	if (cpu < 0 || it == cpus.end())
+		return -1;
+	const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
+	return other < cpus.size() ? cpus[other] : -1;
+}
+
 Task *Engine::thread_sibling(const Task &t, bool one_per_thread)
 {
-	auto it = std::find(cpus.begin(), cpus.end(), t.cpu);
-	if (!one_per_thread || t.cpu < 0 || it == cpus.end())
-		return nullptr;
-	const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
-	if (other >= cpus.size())
+	const int cpu = one_per_thread ? other_thread(t.cpu) : -1;
+	if (cpu < 0)
 		return nullptr;
 	for (auto &[pid, o] : tasks)
-		if (!o.launcher && o.cpu == cpus[other])
+		if (!o.launcher && o.cpu == cpu)
 			return &o;
 	return nullptr;
 }
@@ -423,11 +431,15 @@ bool Engine::apply_records(Task *x, Task *y)
 	return closed_x;
 }
 
-void Engine::flush(uint64_t now, uint64_t max_hold_ns)
+bool Engine::flush(uint64_t now, uint64_t max_hold_ns)
 {
+	bool any = false;
 	for (auto &[pid, t] : tasks)
-		if (t.pending && now >= t.pending_since + max_hold_ns)
+		if (t.pending && now >= t.pending_since + max_hold_ns) {
 			apply_records(&t, nullptr);
+			any = true;
+		}
+	return any;
 }
 
 void Engine::settle(int pid)
@@ -502,12 +514,7 @@ void Engine::plan()
 			continue;
 		}
 		if (s.mode == Mode::Weight) {
-			Task *sib = nullptr;
-			auto it = std::find(cpus.begin(), cpus.end(), t.cpu);
-			if (threads && t.cpu >= 0 && it != cpus.end()) {
-				const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
-				sib = other < cpus.size() ? find(by_cpu, cpus[other]) : nullptr;
-			}
+			Task *sib = threads ? find(by_cpu, other_thread(t.cpu)) : nullptr;
 			t.quota = sib ? real_smt_quota(applied_prio(t), applied_prio(*sib),
 						       sib->live_runnable, s.period_us)
 				      : Quota{-1, s.period_us};

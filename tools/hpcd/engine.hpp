@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "wakefilter.hpp"
+
 extern "C" {
 #include "hpc_policy.h"
 #include "hpc_smt.h"
@@ -106,7 +108,9 @@ struct Task {
 	int launched_by = 0;      // the managed launcher it descends from (0: none)
 	uint32_t static_prio = 0; // > 0: fixed priority (the core still accounts)
 	bool monitored = false;   // iteration boundaries come from the monitor's records
-	bool traced = false;      // else its sleeps and wake-ups from the BPF source (else /proc)
+	// Else its sleeps and wake-ups from the BPF source, through this (none:
+	// from /proc samples).
+	std::optional<WakeFilter> traced;
 	uint64_t last_record_ns = 0;          // end of its last record (or its adoption)
 	std::optional<hpcmon_record> pending; // waits for the sibling's record
 	uint64_t pending_since = 0;
@@ -180,8 +184,8 @@ public:
 	// applied in time order, so each side sees the other's wait, as the
 	// kernel does. `now` is the arrival time.
 	bool record(const hpcmon_record &r, uint64_t now = 0);
-	// Apply records held for longer than `max_hold_ns`.
-	void flush(uint64_t now, uint64_t max_hold_ns);
+	// Apply records held for longer than `max_hold_ns`; true if there was one.
+	bool flush(uint64_t now, uint64_t max_hold_ns);
 	// Apply the record held for `pid` now: it is leaving, and its last
 	// iteration still counts.
 	void settle(int pid);
@@ -201,6 +205,7 @@ private:
 	void place_weight(const std::vector<Task *> &a);
 	bool one_per_thread();
 	Task *thread_sibling(const Task &t, bool one_per_thread);
+	int other_thread(int cpu) const;
 	bool apply_records(Task *x, Task *y);
 	uint64_t seq_ = 0;
 	std::map<std::string, uint64_t> job_seq_;

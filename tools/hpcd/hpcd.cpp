@@ -46,6 +46,10 @@ using namespace hpcd;
 namespace
 {
 
+// Where the sleeps and wake-ups of tasks without the monitor come from
+// (--source, $HPCD_SOURCE).
+const std::vector<std::string> kSources{"auto", "bpf", "proc"};
+
 struct Opts {
 	std::vector<int> pids;
 	std::vector<uint32_t> prios;
@@ -188,9 +192,9 @@ private:
 	int cur_client_ = -1;
 	std::string end_reason_ = "hpcd exits";
 	std::map<int, ProcTracker> trackers_;
-	// The BPF source (null: /proc sampling), and the tasks it follows.
+	// The BPF source (null: /proc sampling); the tasks it follows have
+	// their Task::traced.
 	std::unique_ptr<BpfSource> bpf_;
-	std::map<int, WakeFilter> filters_;
 	uint64_t said_lost_ = 0;
 	// Something the plan depends on changed since the last apply().
 	bool changed_ = true;
@@ -467,12 +471,12 @@ void Daemon::drop(int pid, const char *why)
 	if (proc_alive(pid) && !orig_cpus_[pid].empty())
 		set_affinity(pid, orig_cpus_[pid]);
 	log(fmt::format("released {} ({}): {}", pid, t->name, why));
+	if (t->traced)
+		bpf_->remove(pid);
 	e.remove(pid);
 	log_.forget(pid);
 	note(); // the sibling's record that waited for this one went in alone
 	trackers_.erase(pid);
-	if (filters_.erase(pid))
-		bpf_->remove(pid);
 	orig_cpus_.erase(pid);
 	applied_q_.erase(pid);
 	applied_w_.erase(pid);
@@ -664,9 +668,8 @@ void Daemon::follow(int pid)
 	try {
 		bpf_->add(pid);
 		auto ps = proc_stat(pid);
-		filters_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000,
-				     !ps || ps->state == 'R');
-		e.find(pid)->traced = true;
+		e.find(pid)->traced.emplace(uint64_t{o_.min_burst_us} * 1000,
+					    !ps || ps->state == 'R');
 	} catch (const std::exception &ex) {
 		log(std::string(ex.what()) + ": sampled from /proc");
 	}
@@ -689,9 +692,7 @@ void Daemon::sample()
 	}
 	// A held record whose sibling's never came (its wait stayed below
 	// min_wait): apply it alone.
-	for (auto &[pid, t] : e.tasks)
-		changed_ |= t.pending.has_value();
-	e.flush(mono_ns(), 20 * 1000000ull);
+	changed_ |= e.flush(mono_ns(), 20 * 1000000ull);
 	log_records();
 	// Nothing happened in this period (no event, no record, no state
 	// change): nothing to plan, unless the last plan is 50 ms old.
@@ -703,7 +704,7 @@ void Daemon::sample()
 void Daemon::sample_proc(std::vector<int> &gone)
 {
 	for (auto &[pid, t] : e.tasks) {
-		if (filters_.count(pid))
+		if (t.traced)
 			continue;
 		auto ps = proc_stat(pid);
 		if (!ps || ps->state == 'Z' || ps->state == 'X') {
@@ -726,24 +727,22 @@ void Daemon::read_bpf()
 {
 	std::vector<ProcEvent> ev;
 	for (const SchedEvent &x : bpf_->read()) {
-		auto f = filters_.find(x.pid);
 		Task *t = e.find(x.pid);
-		if (f == filters_.end() || !t)
+		if (!t || !t->traced)
 			continue;
 		ev.clear();
-		f->second.push(x.wake ? ProcEvent::Wakeup : ProcEvent::Sleep, x.at, ev);
+		t->traced->push(x.wake ? ProcEvent::Wakeup : ProcEvent::Sleep, x.at, ev);
 		on_events(*t, ev);
 	}
 	const uint64_t now = mono_ns();
-	for (auto &[pid, f] : filters_) {
-		Task *t = e.find(pid);
-		if (!t)
+	for (auto &[pid, t] : e.tasks) {
+		if (!t.traced)
 			continue;
 		ev.clear();
-		f.flush(now, ev);
-		on_events(*t, ev);
-		changed_ |= t->live_runnable != f.runnable();
-		t->live_runnable = f.runnable();
+		t.traced->flush(now, ev);
+		on_events(t, ev);
+		changed_ |= t.live_runnable != t.traced->runnable();
+		t.live_runnable = t.traced->runnable();
 	}
 	if (const uint64_t lost = bpf_->lost(); lost > said_lost_) {
 		log(fmt::format("BPF source: {} event(s) lost so far (ring buffer full): a "
@@ -1257,7 +1256,7 @@ int main(int argc, char **argv)
 	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
 	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
 	o.source = env_or("HPCD_SOURCE", "auto");
-	if (o.source != "auto" && o.source != "bpf" && o.source != "proc") {
+	if (std::find(kSources.begin(), kSources.end(), o.source) == kSources.end()) {
 		log("HPCD_SOURCE: '" + o.source + "' is not auto, bpf or proc");
 		return 64;
 	}
@@ -1296,7 +1295,7 @@ int main(int argc, char **argv)
 		       "where the sleeps and wake-ups of tasks without the MPI monitor come from: "
 		       "bpf (the scheduler's tracepoints, exact), proc (/proc sampled every "
 		       "--sample-ms), auto (default: bpf where the kernel allows it; $HPCD_SOURCE)")
-		->check(CLI::IsMember({"auto", "bpf", "proc"}));
+		->check(CLI::IsMember(kSources));
 	app.add_option("--bpf-btf", o.bpf_btf,
 		       "the running kernel's BTF for the BPF source (default: "
 		       "/sys/kernel/btf/vmlinux)")

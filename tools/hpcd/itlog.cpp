@@ -69,7 +69,6 @@ void IterationLog::scan_one(Engine &e, const Task &t, uint64_t now, std::vector<
 	ev.rank = t.rank;
 	ev.ctx = t.ctx;
 	ev.cpu = t.cpu;
-	ev.monitored = t.monitored;
 	ev.source = task_source(t);
 	ev.old_prio = s.prio;
 	ev.prio = prio;

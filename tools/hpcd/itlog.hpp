@@ -10,6 +10,7 @@
 #include <deque>
 #include <initializer_list>
 #include <map>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,6 @@ struct IterEvent {
 	uint64_t seq = 0;
 	Kind kind = Iteration;
 	int pid = 0, rank = -1, ctx = -1, cpu = -1;
-	bool monitored = false;      // boundaries from the monitor
 	const char *source = "proc"; // task_source(): "monitor", "bpf" or "proc"
 	uint64_t at_ns = 0;     // end of the iteration, or time of the change (CLOCK_MONOTONIC)
 	uint64_t iteration = 0; // closed iterations of the task so far
@@ -31,6 +31,8 @@ struct IterEvent {
 	uint32_t util = 0, heur_util = 0; // 0.01 %
 	uint32_t old_prio = 0, prio = 0;  // applied priority before and after
 	uint32_t weight = 0;              // cpu.weight units (weight mode)
+	// Boundaries from the monitor.
+	bool monitored() const { return std::string_view(source) == "monitor"; }
 };
 
 // {"event":"iteration"|"priority","seq":..,"pid":..,...}

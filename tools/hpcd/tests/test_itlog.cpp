@@ -64,7 +64,7 @@ TEST(IterationLog, OneEventPerClosedIterationWithTheCoresNumbers)
 		EXPECT_EQ(l.at_ns, (k + 1) * 100 * ms) << k;
 		EXPECT_EQ(l.util, 2500u) << k;
 		EXPECT_EQ(h.rank, 1);
-		EXPECT_TRUE(h.monitored);
+		EXPECT_TRUE(h.monitored());
 		EXPECT_EQ(h.ctx, 0);
 		EXPECT_EQ(l.ctx, 1);
 		// The priorities chain: each event starts where the last ended.
@@ -124,7 +124,7 @@ TEST(IterationLog, IterationsClosedBetweenTwoLooksAreCounted)
 	EXPECT_EQ(evs[0].missed, 2u);
 	EXPECT_EQ(evs[0].run_ns, 60 * ms);
 	EXPECT_EQ(evs[0].wait_ns, 40 * ms);
-	EXPECT_FALSE(evs[0].monitored);
+	EXPECT_FALSE(evs[0].monitored());
 	EXPECT_EQ(event_json(evs[0])["missed"], 2);
 	// A forgotten task is new again: its iterations count from none.
 	log.forget(10);
@@ -145,7 +145,7 @@ void expect_first_iteration(const std::vector<IterEvent> &evs)
 	EXPECT_EQ(evs[0].kind, IterEvent::Iteration);
 	EXPECT_EQ(evs[0].iteration, 1u);
 	EXPECT_EQ(evs[0].missed, 0u);
-	EXPECT_TRUE(evs[0].monitored);
+	EXPECT_TRUE(evs[0].monitored());
 }
 } // namespace
 
