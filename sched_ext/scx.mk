@@ -21,7 +21,7 @@ SCX_TREE    := $(SCX_OUT)/tree
 SCX_LIBBPF  := $(SCX_TREE)/build/obj/libbpf/libbpf.a
 SCX_BPFTOOL := $(SCX_TREE)/build/sbin/bpftool
 SCX_INC     := $(SCX_OUT)/include
-SCX_CORE    := $(TOP)/kernel/kernel/sched
+SCX_CORE    := $(TOP)/kernel/hpc-core
 SCX_ROOT    := $(SCX_OUT)/guest-root
 SCX_BIN     := $(SCX_ROOT)/usr/local/bin
 SCX_SCXINC  := $(SCX_KSRC)/tools/sched_ext/include
@@ -76,7 +76,7 @@ $(SCX_INC)/vmlinux.h: $(SCX_VMLINUX) | $(SCX_BPFTOOL)
 
 $(SCX_OUT)/scx_hpc.bpf.o: $(SCX_DIR)/scx_hpc.bpf.c $(SCX_DIR)/scx_hpc.h $(SCX_INC)/vmlinux.h \
 		$(SCX_CORE)/hpc_policy.c $(SCX_CORE)/hpc_policy.h $(SCX_CORE)/hpc_smt.c \
-		$(SCX_CORE)/hpc_smt.h $(SCX_CORE)/hpc_types.h | $(SCX_LIBBPF)
+		$(SCX_CORE)/hpc_smt.h $(SCX_CORE)/hpc_types.h $(SCX_CORE)/hpc_queue.h | $(SCX_LIBBPF)
 	$(SCX_CLANG) $(SCX_BPF_CFLAGS) -c $< -o $@
 
 # Skeleton straight from the compiled object (DWARF stripped, BTF kept). Not

@@ -5,7 +5,7 @@
  * Partial mode: only tasks whose policy is SCHED_EXT (7) are scheduled here;
  * everything else stays in the fair class.
  *
- * Policy: the policy core (kernel/kernel/sched/hpc_policy.c, hpc_smt.c) is
+ * Policy: the policy core (kernel/hpc-core/hpc_policy.c, hpc_smt.c) is
  * compiled into this program unchanged and does all iteration accounting,
  * the heuristics and the rule. This file only feeds it events:
  *   ops.runnable   wake-up          -> hpc_task_wakeup(t, now, params,
@@ -54,54 +54,21 @@
 #include <scx/common.bpf.h>
 
 /*
- * The policy core declares its functions and two name tables with external
- * linkage. A BPF global function is verified on its own, with pointer
- * arguments that may be NULL, which the core does not expect: give them
- * internal linkage by declaring them static before the core's header does
- * (C11 6.2.2p4/5), so that they are verified inline with their callers.
- */
-struct hpc_params;
-struct hpc_prio_range;
-struct hpc_task;
-#define HPC_STATIC static __attribute__((unused))
-HPC_STATIC void hpc_params_default(struct hpc_params *p);
-HPC_STATIC int hpc_params_check(const struct hpc_params *p,
-				const struct hpc_prio_range *allowed);
-HPC_STATIC const char *hpc_param_err_str(int err);
-HPC_STATIC int hpc_param_lookup(const char *name);
-HPC_STATIC u32 hpc_param_get(const struct hpc_params *p, int id);
-HPC_STATIC void hpc_param_put(struct hpc_params *p, int id, u32 val);
-HPC_STATIC int hpc_heuristic_lookup(const char *name);
-HPC_STATIC void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
-HPC_STATIC void hpc_task_sleep(struct hpc_task *t, u64 now);
-HPC_STATIC int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
-			       int peer_class);
-HPC_STATIC int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
-				      const struct hpc_params *p,
-				      const struct hpc_task *peer);
-HPC_STATIC void hpc_task_tick(struct hpc_task *t, u64 now);
-HPC_STATIC u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
-HPC_STATIC u32 hpc_util(u64 run, u64 total);
-HPC_STATIC int hpc_classify(u32 util, const struct hpc_params *p);
-HPC_STATIC u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
-			  const struct hpc_params *p);
-HPC_STATIC int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
-			      const struct hpc_params *p);
-HPC_STATIC u32 hpc_smt_decode_share(u32 own, u32 sib);
-HPC_STATIC u32 hpc_smt_share_speed(u32 share);
-HPC_STATIC u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
-HPC_STATIC u32 hpc_smt_real_duty(u32 own, u32 sib);
-HPC_STATIC u32 hpc_smt_real_speed(u32 own, u32 sib);
-
-/*
- * BPF calls take at most five arguments and the core's static hpc_close()
- * has six: inline the whole core into its callers (it is small).
+ * The policy core (kernel/hpc-core/, on the include path), compiled in. Its
+ * functions have internal linkage here (HPC_API, hpc_types.h), so that the
+ * verifier checks them inline with their callers. BPF calls take at most
+ * five arguments and the core's static hpc_close() has six: inline the
+ * whole core into its callers (it is small); the parts this program does
+ * not call are dropped without a warning.
  */
 #pragma clang attribute push(__attribute__((always_inline)), apply_to = function)
-#include "../kernel/kernel/sched/hpc_policy.c"
-#include "../kernel/kernel/sched/hpc_smt.c"
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunused-function"
+#include "hpc_policy.c"
+#include "hpc_smt.c"
+#pragma clang diagnostic pop
 #pragma clang attribute pop
-#include "../kernel/kernel/sched/hpc_queue.h"
+#include "hpc_queue.h"
 #include "scx_hpc.h"
 
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The policy core must build unchanged everywhere it is used. Each test runs
- * a compiler on kernel/kernel/sched/hpc_policy.c and hpc_smt.c and passes
+ * a compiler on kernel/hpc-core/hpc_policy.c and hpc_smt.c and passes
  * only if it succeeds (warnings are errors):
  *
  *   bpf_*           clang-16 -target bpf -O2 -Wall -Werror, with
- *                   tests/unit/bpf_prelude.h standing in for vmlinux.h; the
+ *                   tests/unit/bpf_prelude.h standing in for vmlinux.h and
+ *                   HPC_API empty (the functions global, so kept); the
  *                   objects must not call anything outside themselves.
  *   strict_*        user space with the kernel's warning flags (gcc, clang).
  *   freestanding_*  user space, -ffreestanding -nostdinc: only the
@@ -16,6 +17,12 @@
  *                   <linux/types.h> and <linux/math64.h> (tests/unit/kstub),
  *                   kernel flags, -m32: 64-bit division only through
  *                   div64_u64(), as a 32-bit kernel requires.
+ *   bpf_api         the core's API as a BPF program sees it is its headers':
+ *                   built for BPF with HPC_API empty, the objects define
+ *                   exactly the functions that the headers, preprocessed for
+ *                   BPF, declare with HPC_API (hpc_types.h); and as scx_hpc
+ *                   builds them (HPC_API static, unused ones dropped), not
+ *                   one function has external linkage.
  */
 #include "hpc_test.h"
 
@@ -127,7 +134,8 @@ struct check {
 #define KERNEL_SYMS	"div64_u64|_GLOBAL_OFFSET_TABLE_"
 
 static const struct check checks[] = {
-	{ "bpf", "clang-16", HPC_CLANG, BPF_FLAGS, HPC_LLVM_NM, "" },
+	{ "bpf", "clang-16", HPC_CLANG, BPF_FLAGS " -DHPC_API=", HPC_LLVM_NM,
+	  "" },
 	{ "strict_gcc", "gcc", HPC_GCC, "-O2 " KERNEL_WARNINGS, NULL, NULL },
 	{ "strict_clang", "clang-16", HPC_CLANG, "-O2 " KERNEL_WARNINGS,
 	  NULL, NULL },
@@ -170,9 +178,64 @@ static void build_check(void **state)
 			 c->tag, src);
 }
 
+#define NM_DEFINED_FUNCS(obj)						\
+	"'" HPC_LLVM_NM "' --defined-only --extern-only '" obj "' | "	\
+	"awk '$2 ~ /^[Tt]$/ {print $3}'"
+
+/*
+ * The functions the headers declare with HPC_API are exactly those a BPF
+ * build of the core defines (with HPC_API empty, so that they are global
+ * and listed); with HPC_API as scx_hpc has it, none is global.
+ */
+static void bpf_api(void **state)
+{
+	char log[512];
+	unsigned int i;
+
+	(void)state;
+	need_tool("clang-16", HPC_CLANG);
+	need_tool("llvm-nm", HPC_LLVM_NM);
+	for (i = 0; i < NR_SRCS; i++) {
+		if (compile("bpf_api", HPC_CLANG, BPF_FLAGS " -DHPC_API=",
+			    srcs[i]))
+			fail_msg("bpf_api: %s.c does not compile with HPC_API "
+				 "empty (output above)", srcs[i]);
+	}
+	snprintf(log, sizeof(log), "%s/bpf_api.log", HPC_TEST_OUT);
+	if (run(log, "cd '" HPC_TEST_OUT "' && "
+		"for h in '" HPC_CORE_SRC "'/*.h; do '" HPC_CLANG "' "
+		BPF_FLAGS " -DHPC_API=HPC_API_MARK -E -P \"$h\"; done | "
+		"tr '\\n' ' ' | tr ';' '\\n' | "
+		"sed -n 's/.*HPC_API_MARK[^(]*[ *]\\(hpc_[a-z0-9_]*\\)(.*/\\1/p' | "
+		"sort -u > api-header.txt && "
+		"{ " NM_DEFINED_FUNCS("bpf_api-hpc_policy.o") "; "
+		NM_DEFINED_FUNCS("bpf_api-hpc_smt.o") "; } | sort > api-bpf.txt && "
+		"[ -s api-header.txt ] && "
+		"{ diff api-header.txt api-bpf.txt || "
+		"{ echo '< declared with HPC_API, not defined in BPF; "
+		"> defined with external linkage in BPF, not declared with "
+		"HPC_API'; exit 1; }; }"))
+		fail_msg("bpf_api: the headers' API and the BPF objects' "
+			 "functions differ (output above)");
+	for (i = 0; i < NR_SRCS; i++) {
+		if (compile("bpf_static", HPC_CLANG,
+			    BPF_FLAGS " -Wno-unused-function", srcs[i]))
+			fail_msg("bpf_api: %s.c does not compile for BPF "
+				 "(output above)", srcs[i]);
+		snprintf(log, sizeof(log), "%s/bpf_static-%s.nm",
+			 HPC_TEST_OUT, srcs[i]);
+		if (run(log, "set -e; test -s '%s/bpf_static-%s.o'; "
+			"f=$(" NM_DEFINED_FUNCS("%s/bpf_static-%s.o") "); "
+			"[ -z \"$f\" ] || { echo \"external: $f\"; exit 1; }",
+			HPC_TEST_OUT, srcs[i], HPC_TEST_OUT, srcs[i]))
+			fail_msg("bpf_api: %s.c has functions with external "
+				 "linkage in BPF (output above)", srcs[i]);
+	}
+}
+
 int main(void)
 {
-	static struct CMUnitTest tests[NR_CHECKS * NR_SRCS];
+	static struct CMUnitTest tests[NR_CHECKS * NR_SRCS + 1];
 	static unsigned int idx[NR_CHECKS * NR_SRCS];
 	static char names[NR_CHECKS * NR_SRCS][64];
 	unsigned int i;
@@ -187,6 +250,11 @@ int main(void)
 		tests[i].teardown_func = NULL;
 		tests[i].initial_state = &idx[i];
 	}
-	return _cmocka_run_group_tests("build", tests, NR_CHECKS * NR_SRCS,
+	tests[i].name = "bpf_api";
+	tests[i].test_func = bpf_api;
+	tests[i].setup_func = NULL;
+	tests[i].teardown_func = NULL;
+	tests[i].initial_state = NULL;
+	return _cmocka_run_group_tests("build", tests, NR_CHECKS * NR_SRCS + 1,
 				       NULL, NULL);
 }

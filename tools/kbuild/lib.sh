@@ -22,6 +22,9 @@ esac
 TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 PATCHDIR=$TOP/patches
 MIRROR=$TOP/kernel                           # repo kernel/ mirrors tree paths
+# The policy core: the one source of the kernel class, scx_hpc and the tools.
+# Its files are kernel/sched/<name> in the kernel tree (mirror_path).
+CORE=$MIRROR/hpc-core
 FRAGMENT=${KCONFIG_FRAGMENT:-$TOP/tests/guest/configs/$KARCH.config}
 JOBS=${JOBS:-$(nproc)}
 
@@ -60,8 +63,26 @@ patches_hash() {
 	} | sha256sum | cut -c1-16
 }
 
-# Files of the repo kernel/ mirror, relative to it (tree paths).
+# Files of the repo kernel/ mirror, as their paths in the kernel tree: the
+# mirror's own paths, and kernel/sched/<name> for the core's files.
 mirror_files() {
 	[ -d "$MIRROR" ] || return 0
-	(cd "$MIRROR" && find . -type f ! -name '.*' -printf '%P\n' | LC_ALL=C sort)
+	{
+		(cd "$MIRROR" && find . -path ./hpc-core -prune -o -type f ! -name '.*' -printf '%P\n')
+		[ -d "$CORE" ] && (cd "$CORE" && find . -maxdepth 1 -type f ! -name '.*' -printf 'kernel/sched/%P\n')
+	} | LC_ALL=C sort
+}
+
+# The repo's file for tree path $1: the core's for kernel/sched/<a core file>.
+mirror_path() {
+	case $1 in
+	kernel/sched/*) [ -e "$CORE/${1#kernel/sched/}" ] && { echo "$CORE/${1#kernel/sched/}"; return; } ;;
+	esac
+	echo "$MIRROR/$1"
+}
+
+# How a message names the repo's file for tree path $1.
+mirror_name() {
+	local p; p=$(mirror_path "$1")
+	echo "${p#"$TOP"/}"
 }

@@ -15,7 +15,7 @@
 #     steadily over a block weighs the same on both); the same with the
 #     emulation on is measured in the middle of the first 3 blocks and
 #     reported with the model's prediction (both busy contexts of an emulated core at
-#     hpc_smt_speed(4, 4, busy) = 600 permille, kernel/kernel/sched/hpc_smt.c);
+#     hpc_smt_speed(4, 4, busy) = 600 permille, kernel/hpc-core/hpc_smt.c);
 #  C  4 identical busy tasks for ~8 s, the first 100 ms 3 on CPU 0 and 1 on
 #     CPU 1, then unpinned (-S: tasks that never sleep are evened out only by
 #     the scheduler's balancing of task counts): CPU time max / min <= 1.2

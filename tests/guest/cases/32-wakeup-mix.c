@@ -36,7 +36,7 @@
  *     CLOCK_THREAD_CPUTIME_ID), max / min <= 1.2.
  */
 /* guest-timeout: 600 */
-/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+/* guest-cflags: -I@TOP@/kernel/hpc-core */
 #include "hpctest.h"
 
 #ifndef ARRAY_SIZE

@@ -10,7 +10,7 @@
  * same CPU runs meanwhile; the same with a longer emul_period_us. With 4
  * CPUs, HPC spinners on CPUs 1 and 2 (two different cores) are not
  * throttled.
- * Expected speeds come from the policy core (kernel/kernel/sched/hpc_smt.c).
+ * Expected speeds come from the policy core (kernel/hpc-core/hpc_smt.c).
  *
  * Priority 4/4 is enforced with max_prio 4 while both spinners run.
  * Without it the heuristic is free to act, and it does: one spinner ends
@@ -24,7 +24,7 @@
  * on a loaded TCG host.
  */
 /* guest-timeout: 90 */
-/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+/* guest-cflags: -I@TOP@/kernel/hpc-core */
 #include "hpctest.h"
 
 #ifndef ARRAY_SIZE

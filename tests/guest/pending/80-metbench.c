@@ -54,7 +54,7 @@
  * worker's measured speeds against the SMT model go to the log.
  */
 /* guest-timeout: 150 */
-/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+/* guest-cflags: -I@TOP@/kernel/hpc-core */
 #include "metbench.h"
 
 #define ITERS 30

@@ -40,7 +40,7 @@
  * A per-iteration table goes to the log.
  */
 /* guest-timeout: 120 */
-/* guest-cflags: -I@TOP@/kernel/kernel/sched */
+/* guest-cflags: -I@TOP@/kernel/hpc-core */
 #include "metbench.h"
 
 #define ITERS	30

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Fit the SMT model of kernel/kernel/sched/hpc_smt.c to Tables III, IV, V.
+"""Fit the SMT model of kernel/hpc-core/hpc_smt.c to Tables III, IV, V.
 
 One model for every workload:
 
@@ -436,7 +436,7 @@ def main():
         if name == MODEL:
             chosen, chosen_sse = m, v
     m = integer_model(chosen)
-    print("\nmodel (%s), as kernel/kernel/sched/hpc_smt.c holds it:" % MODEL)
+    print("\nmodel (%s), as kernel/hpc-core/hpc_smt.c holds it:" % MODEL)
     print("  knots (share/1024, permille): " + ", ".join(
         "{%d, %d}" % (round(x * 1024), round(y * 1000)) for x, y in zip(SHARES, m.knots)))
     # Beyond d = 2 (no table uses it): d = 5 (share 63/64) gains 1/0.95 of

@@ -39,9 +39,9 @@
 #define HPC_SMT_EMUL_PRIO_MIN	1
 #define HPC_SMT_EMUL_PRIO_MAX	6
 
-u32 hpc_smt_decode_share(u32 own, u32 sib);
-u32 hpc_smt_share_speed(u32 share);
-u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
+HPC_API u32 hpc_smt_decode_share(u32 own, u32 sib);
+HPC_API u32 hpc_smt_share_speed(u32 share);
+HPC_API u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
 
 /*
  * Real 2-way SMT core (x86 Hyper-Threading), which has no thread
@@ -53,7 +53,7 @@ u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
  */
 #define HPC_SMT_REAL_DUAL_SPEED	650U
 
-u32 hpc_smt_real_duty(u32 own, u32 sib);
-u32 hpc_smt_real_speed(u32 own, u32 sib);
+HPC_API u32 hpc_smt_real_duty(u32 own, u32 sib);
+HPC_API u32 hpc_smt_real_speed(u32 own, u32 sib);
 
 #endif /* _KERNEL_SCHED_HPC_SMT_H */

@@ -113,14 +113,17 @@ enum hpc_param_id {
 extern const char * const hpc_param_names[HPC_P_NR];
 extern const char * const hpc_heuristic_names[HPC_HEUR_NR];
 
-void hpc_params_default(struct hpc_params *p);
-int hpc_params_check(const struct hpc_params *p,
-		     const struct hpc_prio_range *allowed);
-const char *hpc_param_err_str(int err);
-int hpc_param_lookup(const char *name);
-u32 hpc_param_get(const struct hpc_params *p, int id);
-void hpc_param_put(struct hpc_params *p, int id, u32 val);
-int hpc_heuristic_lookup(const char *name);
+HPC_API void hpc_params_default(struct hpc_params *p);
+HPC_API int hpc_params_check(const struct hpc_params *p,
+			     const struct hpc_prio_range *allowed);
+HPC_API u32 hpc_param_get(const struct hpc_params *p, int id);
+HPC_API void hpc_param_put(struct hpc_params *p, int id, u32 val);
+#ifndef __bpf__
+/* Messages and names: for the front ends that read or print them. */
+HPC_API const char *hpc_param_err_str(int err);
+HPC_API int hpc_param_lookup(const char *name);
+HPC_API int hpc_heuristic_lookup(const char *name);
+#endif
 
 /*
  * Phase's history (see hpc_heur_util()) weighs at most this many iterations:
@@ -194,21 +197,21 @@ struct hpc_task {
 	u8 state;		/* HPC_TASK_RUNNABLE or HPC_TASK_SLEEPING */
 };
 
-void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
-void hpc_task_sleep(struct hpc_task *t, u64 now);
-int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
-		    int peer_class);
-int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
-			   const struct hpc_params *p,
-			   const struct hpc_task *peer);
-void hpc_task_tick(struct hpc_task *t, u64 now);
-u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
+HPC_API void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
+HPC_API void hpc_task_sleep(struct hpc_task *t, u64 now);
+HPC_API int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
+			    int peer_class);
+HPC_API int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
+				   const struct hpc_params *p,
+				   const struct hpc_task *peer);
+HPC_API void hpc_task_tick(struct hpc_task *t, u64 now);
+HPC_API u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
 
-u32 hpc_util(u64 run, u64 total);
-int hpc_classify(u32 util, const struct hpc_params *p);
-u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
-	       const struct hpc_params *p);
-int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
-		   const struct hpc_params *p);
+HPC_API u32 hpc_util(u64 run, u64 total);
+HPC_API int hpc_classify(u32 util, const struct hpc_params *p);
+HPC_API u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
+		       const struct hpc_params *p);
+HPC_API int hpc_peer_class(const struct hpc_task *peer, u64 now, u64 since,
+			   const struct hpc_params *p);
 
 #endif /* _KERNEL_SCHED_HPC_POLICY_H */

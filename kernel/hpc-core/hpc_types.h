@@ -39,4 +39,20 @@ typedef __s64 s64;
 #define NULL ((void *)0)
 #endif
 
+/*
+ * HPC_API marks the functions the core's headers declare. A BPF program
+ * includes the core's .c files: there the functions get internal linkage
+ * (C11 6.2.2: a definition keeps the linkage of a static declaration before
+ * it), so that the verifier checks them inline with their callers rather
+ * than as global functions whose pointer arguments may be NULL, and unused
+ * ones are dropped. Everywhere else they are ordinary external functions.
+ */
+#ifndef HPC_API
+#if defined(__bpf__)
+#define HPC_API			static
+#else
+#define HPC_API
+#endif
+#endif
+
 #endif /* _KERNEL_SCHED_HPC_TYPES_H */
