@@ -8,15 +8,14 @@
  * Policy: the policy core (kernel/hpc-core/hpc_policy.c, hpc_smt.c) is
  * compiled into this program unchanged and does all iteration accounting,
  * the heuristics and the rule. This file only feeds it events:
- *   ops.runnable   wake-up          -> hpc_task_wakeup(t, now, params,
- *                                      hpc_peer_class(sibling snapshot, ...))
+ *   ops.runnable   wake-up          -> hpc_on_wakeup(t, now, params,
+ *                                      sibling snapshot, fixed priority)
  *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep()
- *   ops.tick       running task     -> hpc_task_tick() and
- *                                      hpc_task_sibling_judge(sibling snapshot)
+ *   ops.tick       running task     -> hpc_on_tick(t, now, params,
+ *                                      sibling snapshot, fixed priority)
  * A task the loader fixed a priority for (the fixed_prios map, scx_hpc
  * --prio PID=P) is accounted the same way, but keeps P whatever the core
- * decides (task_prio()): a fixed priority is not policy, the core knows
- * nothing of it.
+ * decides (hpc_task_next_prio()).
  * Each CPU publishes a snapshot of the HPC task that last ran or woke there
  * (struct snap, copied under a bpf_spin_lock: the writers of one slot are
  * the events of tasks on that CPU, which can run on another CPU for a remote
@@ -76,6 +75,10 @@ char _license[] SEC("license") = "GPL";
 
 /* Set by the loader before load. */
 const volatile u32 nr_cpus = 1;		/* possible CPUs, <= SCX_HPC_MAX_CPUS */
+/* The CPU sharing an emulated core with each CPU, -1 for none: the policy
+ * core's pairing rule (hpc_ctx_sibling()), applied by the loader to the
+ * topology. */
+const volatile s32 cpu_sibling[SCX_HPC_MAX_CPUS];
 
 struct scx_hpc_exit uei SEC(".data");
 
@@ -213,15 +216,12 @@ static u32 fixed_prio(u32 pid)
 	return f ? *f : 0;
 }
 
-/* The priority @p computes with: a fixed one is kept whatever the core
- * decided (the core still accounts every iteration). */
-static u32 task_prio(struct task_struct *p, struct task_ctx *tc)
+/* The priority @p computes with (hpc_task_next_prio(): a fixed one, else
+ * the core's within the knobs). */
+static u32 task_prio(const struct scx_hpc_params *P, struct task_struct *p,
+		     struct task_ctx *tc)
 {
-	u32 f = fixed_prio(p->pid);
-
-	if (f)
-		tc->t.prio = f;
-	return tc->t.prio;
+	return hpc_task_next_prio(&tc->t, &P->core, fixed_prio(p->pid));
 }
 
 static u64 period_ns(const struct scx_hpc_params *P)
@@ -254,14 +254,23 @@ static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc)
 	bpf_spin_unlock(&s->lock);
 }
 
+/* The CPU sharing @cpu's emulated core, -1 if none. */
+static s32 sibling_of(s32 cpu)
+{
+	if (cpu < 0 || cpu >= SCX_HPC_MAX_CPUS || cpu >= nr_cpus)
+		return -1;
+	return cpu_sibling[cpu];
+}
+
 /* Copy the sibling's snapshot into @out; false if it has none (or is @self). */
 static bool snap_read(s32 cpu, u32 self, struct hpc_task *out)
 {
-	u32 key = cpu ^ 1;
+	s32 sib = sibling_of(cpu);
+	u32 key = sib;
 	struct snap *s;
 	u32 pid;
 
-	if (key >= nr_cpus || key >= SCX_HPC_MAX_CPUS)
+	if (sib < 0 || key >= nr_cpus || key >= SCX_HPC_MAX_CPUS)
 		return false;
 	s = bpf_map_lookup_elem(&snaps, &key);
 	if (!s)
@@ -318,10 +327,10 @@ static void publish_info(struct task_struct *p, struct task_ctx *tc, s32 cpu,
 /* Budget (ns of HPC run time) of @cpu in the current period. */
 static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 {
-	struct scx_hpc_cpu *sc = get_cpu(cpu ^ 1);
+	s32 sib = sibling_of(cpu);
+	struct scx_hpc_cpu *sc = sib >= 0 ? get_cpu(sib) : NULL;
 	struct scx_hpc_params *P = get_params();
 	bool sib_busy;
-	u32 speed;
 
 	/* backend none: the priorities are not applied, nothing held back */
 	if (!sc || !sc->online || !P || P->no_emul) {
@@ -332,17 +341,17 @@ static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 	 * sibling whatever its queue covers the window in which its task has
 	 * stopped but is not queued yet. */
 	sib_busy = sc->running || sc->throttled ||
-		   scx_bpf_dsq_nr_queued(cpu ^ 1) > 0;
+		   scx_bpf_dsq_nr_queued(sib) > 0;
 	/*
 	 * An idle sibling context (no HPC task running, queued or held back)
-	 * leaves this one in single-thread mode: sibling priority 0, as the
-	 * kernel class and hpcd have it. The model's waiting sibling
-	 * (hpc_smt_speed(own, sib, false)) is a task's wait on the modelled
-	 * machine, which an idle CPU here cannot tell from no task at all.
+	 * leaves this one in single-thread mode (hpc_smt_emul_share()). The
+	 * model's waiting sibling (hpc_smt_speed(own, sib, false)) is a
+	 * task's wait on the modelled machine, which an idle CPU here cannot
+	 * tell from no task at all.
 	 */
-	speed = sib_busy ? hpc_smt_speed(c->cur_prio, sc->cur_prio, true) :
-			   hpc_smt_speed(c->cur_prio, 0, false);
-	c->budget_ns = per * speed / HPC_SMT_SCALE;
+	c->budget_ns = hpc_smt_budget(per, hpc_smt_emul_share(c->cur_prio,
+							       sc->cur_prio,
+							       sib_busy));
 	return c->budget_ns;
 }
 
@@ -365,10 +374,8 @@ static void refill(struct scx_hpc_cpu *c, u64 now, u64 per)
 			c->consumed_ns += start - c->run_start;
 		c->run_start = start;
 	}
-	if (next && c->budget_ns && c->consumed_ns > c->budget_ns)
-		carry = c->consumed_ns - c->budget_ns;
-	if (carry > per)
-		carry = per;
+	if (next && c->budget_ns)
+		carry = hpc_smt_carry(c->consumed_ns, c->budget_ns, per);
 	if (c->throttled && carry < c->budget_ns) {
 		c->throttled_ns += now - c->throttle_start;
 		c->throttled = 0;
@@ -459,7 +466,10 @@ static u64 cpu_load(s32 cpu, struct scx_hpc_cpu *c)
 /* HPC tasks on the emulated core of @cpu (both contexts). */
 static u64 core_load(s32 cpu)
 {
-	return cpu_load(cpu, get_cpu(cpu)) + cpu_load(cpu ^ 1, get_cpu(cpu ^ 1));
+	s32 sib = sibling_of(cpu);
+
+	return cpu_load(cpu, get_cpu(cpu)) +
+	       (sib >= 0 ? cpu_load(sib, get_cpu(sib)) : 0);
 }
 
 /* Above any emulated core's count: the CPU's own load decides first. */
@@ -565,7 +575,7 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 			continue;
 		o = get_cpu(i);
 		/* the sibling's held-back tasks wait for the core's budget */
-		if (!o || (o->throttled && i == (cpu ^ 1)))
+		if (!o || (o->throttled && i == sibling_of(cpu)))
 			continue;
 		n = scx_bpf_dsq_nr_queued(i);
 		/* a lone waiter of an idle online CPU is about to run there */
@@ -587,17 +597,15 @@ void BPF_STRUCT_OPS(hpc_runnable, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct scx_hpc_cpu *c = get_cpu(cpu);
 	struct hpc_task peer;
-	int peer_class = HPC_CLASS_NONE;
 	u64 now = bpf_ktime_get_ns();
+	bool sib;
 
 	if (!P || !tc)
 		return;
 	if (tc->t.state == HPC_TASK_SLEEPING) {
-		if (snap_read(cpu, p->pid, &peer))
-			peer_class = hpc_peer_class(&peer, now, tc->t.seg_start,
-						    &P->core);
-		if (hpc_task_wakeup(&tc->t, now, &P->core, peer_class)) {
-			task_prio(p, tc);
+		sib = snap_read(cpu, p->pid, &peer);
+		if (hpc_on_wakeup(&tc->t, now, &P->core, sib ? &peer : NULL,
+				  fixed_prio(p->pid))) {
 			if (c)
 				__sync_fetch_and_add(&c->nr_iter, 1);
 			publish_info(p, tc, cpu, 0);
@@ -637,7 +645,7 @@ void BPF_STRUCT_OPS(hpc_running, struct task_struct *p)
 	refill(c, now, per);
 	c->running = 1;
 	c->run_start = now;
-	c->cur_prio = task_prio(p, tc);
+	c->cur_prio = task_prio(P, p, tc);
 	c->cur_pid = p->pid;
 	c->nr_running++;
 	if (tc->vtime_cpu != cpu) {
@@ -711,6 +719,7 @@ void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
 	struct hpc_task peer;
 	u64 now = bpf_ktime_get_ns();
 	u64 per;
+	bool sib;
 
 	if (!P || !c || !tc)
 		return;
@@ -718,14 +727,13 @@ void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
 	refill(c, now, per);
 	charge(c, now);
 
-	hpc_task_tick(&tc->t, now);
-	if (snap_read(cpu, p->pid, &peer) &&
-	    hpc_task_sibling_judge(&tc->t, now, &P->core, &peer)) {
-		task_prio(p, tc);
+	sib = snap_read(cpu, p->pid, &peer);
+	if (hpc_on_tick(&tc->t, now, &P->core, sib ? &peer : NULL,
+			fixed_prio(p->pid))) {
 		c->nr_sib_judged++;
 		publish_info(p, tc, cpu, 0);
 	}
-	c->cur_prio = task_prio(p, tc);
+	c->cur_prio = task_prio(P, p, tc);
 	snap_publish(cpu, p, tc);
 
 	if (c->consumed_ns >= cpu_budget(cpu, c, per))
@@ -772,7 +780,7 @@ void BPF_STRUCT_OPS(hpc_enable, struct task_struct *p)
 	if (!P || !tc)
 		return;
 	hpc_task_init(&tc->t, bpf_ktime_get_ns(), &P->core);
-	task_prio(p, tc);
+	task_prio(P, p, tc);
 	tc->throttled_at = 0;
 	tc->throttled_ns = 0;
 	tc->run_ns = 0;
@@ -833,6 +841,7 @@ static void core_balance(void)
 
 	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
 		struct scx_hpc_cpu *c, *sc;
+		s32 sib;
 
 		if (cpu >= nr_cpus)
 			break;
@@ -840,9 +849,11 @@ static void core_balance(void)
 		/* a request of the last period not taken up is dropped */
 		if (c)
 			c->shed_to = 0;
-		if (cpu & 1)
+		/* each core once, from its first CPU */
+		sib = sibling_of(cpu);
+		if (sib < cpu)
 			continue;
-		sc = get_cpu(cpu + 1);
+		sc = get_cpu(sib);
 		if (!c || !sc || !c->online || !sc->online)
 			continue;
 		if (!core_load(cpu)) {
@@ -850,12 +861,12 @@ static void core_balance(void)
 				idle = cpu;
 			continue;
 		}
-		if (!cpu_load(cpu, c) || !cpu_load(cpu + 1, sc))
+		if (!cpu_load(cpu, c) || !cpu_load(sib, sc))
 			continue;
-		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(cpu + 1))
+		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(sib))
 			waiting = true;
 		else if (from < 0 && sc->running && sc->cur_pid != sc->shed_skip)
-			from = cpu + 1;
+			from = sib;
 		else if (from < 0 && c->running && c->cur_pid != c->shed_skip)
 			from = cpu;
 	}

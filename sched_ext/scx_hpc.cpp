@@ -89,6 +89,34 @@ std::string read_file(const std::string &path)
 	return s;
 }
 
+// The CPU that shares an emulated core with each possible CPU, -1 for none:
+// the policy core's rule (hpc_ctx_sibling()) on the topology, where a
+// hardware sibling is another CPU of the same package and core id.
+std::vector<int> cpu_siblings(int ncpus)
+{
+	const size_t n = static_cast<size_t>(ncpus);
+	std::vector<std::pair<uint32_t, uint32_t>> id(n);
+	std::vector<bool> known(n, false);
+	for (size_t c = 0; c < n; c++) {
+		const std::string d =
+			"/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+		known[c] = hpc::parse_u32(read_file(d + "physical_package_id"), id[c].first) &&
+			   hpc::parse_u32(read_file(d + "core_id"), id[c].second);
+	}
+	std::vector<int> hw(n, -1), sib(n, -1);
+	for (size_t c = 0; c < n; c++)
+		for (size_t o = 0; o < n && known[c]; o++)
+			if (o != c && known[o] && id[o] == id[c]) {
+				hw[c] = static_cast<int>(o);
+				break;
+			}
+	for (size_t c = 0; c < n; c++) {
+		const size_t other = c ^ 1;
+		sib[c] = hpc_ctx_sibling(static_cast<int>(c), hw[c], other < n && hw[other] < 0);
+	}
+	return sib;
+}
+
 // ------------------------------------------------------------ knobs
 
 // Apply KEY=VALUE (sysfs names) to @sp. Core knobs go through params_text;
@@ -658,6 +686,9 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet, bool w
 		return 1;
 	}
 	skel->rodata->nr_cpus = ncpus;
+	const std::vector<int> sib = cpu_siblings(ncpus);
+	for (int c = 0; c < ncpus; c++)
+		skel->rodata->cpu_sibling[c] = sib[static_cast<size_t>(c)];
 	std::string seq = read_file(std::string(SCX_SYSFS) + "/hotplug_seq");
 	uint32_t hs = 0;
 	if (!seq.empty() && hpc::parse_u32(seq, hs))

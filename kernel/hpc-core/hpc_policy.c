@@ -416,12 +416,20 @@ static u64 hpc_since(u64 now, u64 then)
 	return now > then ? now - then : 0;
 }
 
-/* Fold the running segment into the current iteration (for live readers). */
+/*
+ * Fold the running segment into the current iteration (for live readers).
+ * A @now before the last fold (a front end that learns of an event late,
+ * from a record of it) takes back the run time folded after it: the task
+ * did not compute then.
+ */
 void hpc_task_tick(struct hpc_task *t, u64 now)
 {
+	u64 back = hpc_since(t->seg_start, now);
+
 	if (t->state != HPC_TASK_RUNNABLE)
 		return;
 	t->cur_run += hpc_since(now, t->seg_start);
+	t->cur_run -= back < t->cur_run ? back : t->cur_run;
 	t->seg_start = now;
 }
 
@@ -607,6 +615,59 @@ u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p)
 {
 	t->prio = hpc_clamp(t->prio, p);
 	return t->prio;
+}
+
+/*
+ * The priority @t computes with: @fixed if the task has one (a fixed
+ * priority is kept whatever the core decides; its iterations are still
+ * accounted, and its sibling sees it), else the core's, within the knobs.
+ */
+u32 hpc_task_next_prio(struct hpc_task *t, const struct hpc_params *p,
+		       u32 fixed)
+{
+	if (fixed) {
+		t->prio = fixed;
+		return fixed;
+	}
+	return hpc_task_clamp_prio(t, p);
+}
+
+/*
+ * @t becomes runnable at @now: if it was sleeping, close its iteration when
+ * the wait was long enough, judging the task on the sibling context from
+ * its snapshot @peer (NULL: none). 1 if it decided: t->prio is then the
+ * priority of the next compute phase (@fixed: see hpc_task_next_prio()).
+ */
+int hpc_on_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
+		  const struct hpc_task *peer, u32 fixed)
+{
+	int peer_class = HPC_CLASS_NONE;
+
+	if (t->state != HPC_TASK_SLEEPING)
+		return 0;
+	if (peer)
+		peer_class = hpc_peer_class(peer, now, t->seg_start, p);
+	if (!hpc_task_wakeup(t, now, p, peer_class))
+		return 0;
+	hpc_task_next_prio(t, p, fixed);
+	return 1;
+}
+
+/*
+ * The periodic event of a task that computes (the scheduler tick, or a
+ * front end's own period): fold its run time, and judge it if it computed
+ * through an iteration its sibling @peer (NULL: none) closed, or if the
+ * pair is busy (hpc_task_sibling_judge()). 1 if it decided, as for
+ * hpc_on_wakeup().
+ */
+int hpc_on_tick(struct hpc_task *t, u64 now, const struct hpc_params *p,
+		const struct hpc_task *peer, u32 fixed)
+{
+	hpc_task_tick(t, now);
+	if (!peer || !hpc_task_sibling_judge(t, now, p, peer))
+		return 0;
+	hpc_task_next_prio(t, p, fixed);
+	return 1;
 }
 
 /*

@@ -14,7 +14,7 @@
  * hardware priority the task runs its next compute phase with. A task on the
  * critical path never waits, so its iteration never closes: it is judged,
  * without closing anything, each time its SMT sibling closes an iteration it
- * computed through (hpc_task_sibling_judge(), called from the tick). A pair
+ * computed through (hpc_task_sibling_judge(), from hpc_on_tick()). A pair
  * of tasks neither of which waits is equal: a lead one of them took is
  * given back (hpc_task_sibling_judge() again).
  *
@@ -206,6 +206,20 @@ HPC_API int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 				   const struct hpc_task *peer);
 HPC_API void hpc_task_tick(struct hpc_task *t, u64 now);
 HPC_API u32 hpc_task_clamp_prio(struct hpc_task *t, const struct hpc_params *p);
+HPC_API u32 hpc_task_next_prio(struct hpc_task *t, const struct hpc_params *p,
+			       u32 fixed);
+
+/*
+ * The events every front end reports, each a decision of the core: the
+ * kernel class, scx_hpc and hpcd only hook them and apply t->prio. @peer is
+ * a snapshot of the task on the sibling context (NULL: none); @fixed the
+ * task's fixed priority (0: the core decides). Both return 1 if they
+ * decided.
+ */
+HPC_API int hpc_on_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
+			  const struct hpc_task *peer, u32 fixed);
+HPC_API int hpc_on_tick(struct hpc_task *t, u64 now, const struct hpc_params *p,
+			const struct hpc_task *peer, u32 fixed);
 
 HPC_API u32 hpc_util(u64 run, u64 total);
 HPC_API int hpc_classify(u32 util, const struct hpc_params *p);

@@ -39,9 +39,53 @@
 #define HPC_SMT_EMUL_PRIO_MIN	1
 #define HPC_SMT_EMUL_PRIO_MAX	6
 
+/*
+ * The context that shares a core with context @ctx: its hardware sibling
+ * @hw (another thread of its core; -1 if it has none) if there is one,
+ * else the other context of the emulated 2-way core 2k, 2k + 1 if that one
+ * exists and has no hardware sibling either (@other_free); else none, -1.
+ * The one pairing rule of the kernel class, scx_hpc and hpcd.
+ */
+static inline int hpc_ctx_sibling(int ctx, int hw, bool other_free)
+{
+	if (hw >= 0)
+		return hw;
+	return other_free ? ctx ^ 1 : -1;
+}
+
 HPC_API u32 hpc_smt_decode_share(u32 own, u32 sib);
 HPC_API u32 hpc_smt_share_speed(u32 share);
 HPC_API u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
+
+/*
+ * The emulation by CPU bandwidth (the kernel's x86-smt-emul backend,
+ * scx_hpc, hpcd): the share of each period, in permille, that a context
+ * whose task computes at priority @own may run while the task of its
+ * sibling context computes at @sib (@both_busy), and the whole period
+ * otherwise: a context beside an idle one runs in single-thread mode.
+ */
+static inline u32 hpc_smt_emul_share(u32 own, u32 sib, bool both_busy)
+{
+	return both_busy ? hpc_smt_speed(own, sib, true) : HPC_SMT_SCALE;
+}
+
+/* The budget of a period of @period_ns at @share permille. */
+static inline u64 hpc_smt_budget(u64 period_ns, u32 share)
+{
+	return hpc_div64(period_ns * share, HPC_SMT_SCALE);
+}
+
+/*
+ * What a new period starts with, used: the run time @used charged to the
+ * period that ends beyond its @budget (a throttle that came late), at most
+ * one period, so that the share stays exact on average.
+ */
+static inline u64 hpc_smt_carry(u64 used, u64 budget, u64 period_ns)
+{
+	u64 over = used > budget ? used - budget : 0;
+
+	return over < period_ns ? over : period_ns;
+}
 
 /*
  * Real 2-way SMT core (x86 Hyper-Threading), which has no thread

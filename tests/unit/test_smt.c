@@ -586,6 +586,48 @@ static void calibration_reversed_iteration(void **state)
 	(void)state;
 }
 
+/*
+ * The one pairing rule: a hardware sibling wins; else the emulated core
+ * 2k, 2k + 1 if the other context exists and is free; else none.
+ */
+static void ctx_sibling_rule(void **state)
+{
+	assert_int_equal(hpc_ctx_sibling(0, -1, true), 1);
+	assert_int_equal(hpc_ctx_sibling(1, -1, true), 0);
+	assert_int_equal(hpc_ctx_sibling(6, -1, true), 7);
+	/* the last of an odd number, or a partner with a thread of its own */
+	assert_int_equal(hpc_ctx_sibling(4, -1, false), -1);
+	/* real SMT: the topology's sibling, whatever the numbering */
+	assert_int_equal(hpc_ctx_sibling(0, 4, true), 4);
+	assert_int_equal(hpc_ctx_sibling(5, 1, false), 1);
+	(void)state;
+}
+
+/*
+ * The emulation's share of a period: the model's speed beside a busy
+ * sibling, the whole period otherwise; the budget and what carries over.
+ */
+static void emul_share_budget_carry(void **state)
+{
+	const u64 per = MS(10);
+
+	assert_int_equal(hpc_smt_emul_share(4, 4, true), hpc_smt_speed(4, 4, true));
+	assert_int_equal(hpc_smt_emul_share(6, 4, true), hpc_smt_speed(6, 4, true));
+	assert_int_equal(hpc_smt_emul_share(4, 6, false), HPC_SMT_SCALE);
+	assert_true(hpc_smt_emul_share(4, 6, true) < hpc_smt_emul_share(6, 4, true));
+
+	assert_int_equal(hpc_smt_budget(per, 600), MS(6));
+	assert_int_equal(hpc_smt_budget(per, HPC_SMT_SCALE), per);
+	assert_int_equal(hpc_smt_budget(per, 0), 0);
+
+	/* within the budget: nothing; beyond: the overrun, at most a period */
+	assert_int_equal(hpc_smt_carry(MS(5), MS(6), per), 0);
+	assert_int_equal(hpc_smt_carry(MS(6), MS(6), per), 0);
+	assert_int_equal(hpc_smt_carry(MS(7), MS(6), per), MS(1));
+	assert_int_equal(hpc_smt_carry(MS(30), MS(6), per), per);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +650,8 @@ int main(void)
 		cmocka_unit_test(real_doc_table),
 		cmocka_unit_test(real_extremes),
 		cmocka_unit_test(calibration_reversed_iteration),
+		cmocka_unit_test(ctx_sibling_rule),
+		cmocka_unit_test(emul_share_budget_carry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -168,24 +168,19 @@ RunResult simulate(const Workload &w, const RunConfig &cfg)
 		// Barrier release: every task wakes (the first iteration starts
 		// running). Each decides with what it sees of its sibling now,
 		// in rank order, as wake-ups on different CPUs would.
-		for (int i = 0; i < n; i++) {
-			if (it > 0) {
-				int sib = w.sibling(i);
-				int peer = HPC_CLASS_NONE;
-				if (sib >= 0)
-					peer = hpc_peer_class(&c[sib].t, now, c[i].t.seg_start, &p);
-				if (hpc_task_wakeup(&c[i].t, now, &p, peer))
-					adopt(i);
-			}
-		}
+		auto peer = [&](int i) -> const hpc_task * {
+			const int sib = w.sibling(i);
+			return sib >= 0 ? &c[sib].t : nullptr;
+		};
+		for (int i = 0; it > 0 && i < n; i++)
+			if (hpc_on_wakeup(&c[i].t, now, &p, peer(i), 0))
+				adopt(i);
 		// A task that computed through its sibling's whole iteration (the
 		// critical path never waits) is judged now, as the kernel does
-		// from the tick that follows the sibling's wake-up.
-		for (int i = 0; it > 0 && i < n; i++) {
-			int sib = w.sibling(i);
-			if (sib >= 0 && hpc_task_sibling_judge(&c[i].t, now, &p, &c[sib].t))
+		// at the tick that follows the sibling's wake-up.
+		for (int i = 0; it > 0 && i < n; i++)
+			if (hpc_on_tick(&c[i].t, now, &p, peer(i), 0))
 				adopt(i);
-		}
 		for (int i = 0; i < n; i++) {
 			c[i].remaining =
 				static_cast<u64>(std::llround(w.load_ms(it, i) * kNsPerMs)) *

@@ -256,17 +256,6 @@ static bool hpc_sibling_snap(int cpu, struct hpc_task *peer)
 	return valid;
 }
 
-/* The class of the task on the sibling context of @cpu (hpc_peer_class()). */
-static int hpc_sibling_class(int cpu, u64 now, u64 since,
-			     const struct hpc_params *params)
-{
-	struct hpc_task peer;
-
-	if (!hpc_sibling_snap(cpu, &peer))
-		return HPC_CLASS_NONE;
-	return hpc_peer_class(&peer, now, since, params);
-}
-
 /*
  * The clock of the iteration accounting. Iterations are compared across
  * CPUs (a task sleeps on one CPU and wakes on another; a CPU judges its
@@ -294,36 +283,15 @@ unsigned int hpc_prio_max(void)
 }
 
 /*
- * The priority @p runs its next compute phase with: its fixed priority if
- * it has one, else what the policy core decided, within the knobs. A fixed
- * priority is not the core's business: the core still accounts the task's
- * iterations, but what it decides is not used.
- */
-static u32 hpc_task_prio(struct task_struct *p, const struct hpc_conf *c)
-{
-	struct hpc_task *it = hpc_it(p);
-
-	if (p->rt_priority) {
-		it->prio = p->rt_priority;
-		return it->prio;
-	}
-	return hpc_task_clamp_prio(it, &c->p);
-}
-
-/*
- * The priority the backend applies to @p: HPC_PRIO_OFF (run as an ordinary
- * thread) while the mechanism is off (backend "none").
+ * The priority the backend applies to @p: its next one (its fixed priority,
+ * sched_priority, if it has one, hpc_task_next_prio()); HPC_PRIO_OFF (run as
+ * an ordinary thread) while the mechanism is off (backend "none").
  */
 static u32 hpc_mech_prio(struct task_struct *p, const struct hpc_conf *c)
 {
-	return c->mech ? hpc_task_prio(p, c) : HPC_PRIO_OFF;
-}
-
-/* The core has decided: a task with a fixed priority keeps it. */
-static void hpc_keep_fixed(struct task_struct *p)
-{
-	if (p->rt_priority)
-		hpc_it(p)->prio = p->rt_priority;
+	if (!c->mech)
+		return HPC_PRIO_OFF;
+	return hpc_task_next_prio(hpc_it(p), &c->p, p->rt_priority);
 }
 
 /* Fresh iteration state, e.g. when a task enters the class or forks. */
@@ -366,41 +334,40 @@ static void update_curr_hpc(struct rq *rq)
 	hpc_backend->account(rq, delta_exec);
 }
 
-/* The task becomes runnable: close its iteration if it waited long enough. */
+/*
+ * The task becomes runnable: the policy core closes its iteration if it
+ * waited long enough (hpc_on_wakeup()).
+ */
 static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct hpc_task *it = hpc_it(p);
-	u64 now = hpc_clock();
-	int peer;
+	struct hpc_task peer;
+	bool sib;
 
 	if (it->state != HPC_TASK_SLEEPING)
 		return;
-
-	peer = hpc_sibling_class(cpu_of(rq), now, it->seg_start, &c->p);
-	if (hpc_task_wakeup(it, now, &c->p, peer)) {
-		hpc_keep_fixed(p);
+	sib = hpc_sibling_snap(cpu_of(rq), &peer);
+	if (hpc_on_wakeup(it, hpc_clock(), &c->p, sib ? &peer : NULL,
+			  p->rt_priority))
 		trace_sched_hpc_iteration(p, it->last_run, it->last_wait,
 					  it->last_util, it->heur_util,
 					  it->prev_prio, it->prio);
-	}
 }
 
 /*
- * A task on the critical path never sleeps, so its iteration never closes:
- * once its sibling closed an iteration it computed through, the policy core
- * judges it on its open iteration.
+ * The tick of the running task: the policy core folds its run time and
+ * judges the task on the critical path, which never sleeps, once its
+ * sibling closed an iteration it computed through (hpc_on_tick()).
  */
-static void hpc_account_sibling(struct rq *rq, struct task_struct *p, u64 now)
+static void hpc_account_tick(struct rq *rq, struct task_struct *p, u64 now)
 {
 	const struct hpc_conf *c = hpc_conf();
 	struct hpc_task *it = hpc_it(p);
 	struct hpc_task peer;
+	bool sib = hpc_sibling_snap(cpu_of(rq), &peer);
 
-	if (!hpc_sibling_snap(cpu_of(rq), &peer))
-		return;
-	if (hpc_task_sibling_judge(it, now, &c->p, &peer)) {
-		hpc_keep_fixed(p);
+	if (hpc_on_tick(it, now, &c->p, sib ? &peer : NULL, p->rt_priority)) {
 		trace_sched_hpc_judge(p, it->heur_util, it->prev_prio,
 				      it->prio);
 		p->hpc.applied_prio = hpc_mech_prio(p, c);
@@ -859,8 +826,7 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 	u64 now = hpc_clock();
 
 	update_curr_hpc(rq);
-	hpc_task_tick(hpc_it(p), now);
-	hpc_account_sibling(rq, p, now);
+	hpc_account_tick(rq, p, now);
 	hpc_snap_store(cpu_of(rq), p, true);
 	/* Picked just as its CPU ran out of budget: leave at once. */
 	if (rq->hpc.throttled || hpc_tick_preempt(rq, p, c))
@@ -983,33 +949,35 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 	hpc_params_default(&hpc_conf_boot.p);
 }
 
+/* Another thread of @cpu's core, -1 if it has none. */
+static int __init hpc_hw_sibling(int cpu)
+{
+	const struct cpumask *smt = topology_sibling_cpumask(cpu);
+	int sib;
+
+	if (cpumask_weight(smt) <= 1)
+		return -1;
+	sib = cpumask_first(smt);
+	if (sib == cpu)
+		sib = cpumask_next(cpu, smt);
+	return sib < nr_cpu_ids ? sib : -1;
+}
+
 /*
- * Pair the CPUs into SMT cores: the real siblings if the topology has them,
- * else CPUs 2k and 2k + 1.
+ * Pair the CPUs into SMT cores (hpc_ctx_sibling()): the real siblings if the
+ * topology has them, else CPUs 2k and 2k + 1.
  */
 void __init init_sched_hpc_class(void)
 {
-	int cpu, sib;
+	int cpu, other;
+	bool other_free;
 
 	for_each_possible_cpu(cpu) {
-		const struct cpumask *smt = topology_sibling_cpumask(cpu);
-
-		sib = -1;
-		if (cpumask_weight(smt) > 1) {
-			sib = cpumask_first(smt);
-			if (sib == cpu)
-				sib = cpumask_next(cpu, smt);
-			if (sib >= nr_cpu_ids)
-				sib = -1;
-		} else if (cpumask_weight(smt) <= 1 &&
-			   (cpu ^ 1) < nr_cpu_ids && cpu_possible(cpu ^ 1)) {
-			const struct cpumask *other =
-				topology_sibling_cpumask(cpu ^ 1);
-
-			if (cpumask_weight(other) <= 1)
-				sib = cpu ^ 1;
-		}
-		per_cpu(hpc_sibling, cpu) = sib;
+		other = cpu ^ 1;
+		other_free = other < nr_cpu_ids && cpu_possible(other) &&
+			     hpc_hw_sibling(other) < 0;
+		per_cpu(hpc_sibling, cpu) =
+			hpc_ctx_sibling(cpu, hpc_hw_sibling(cpu), other_free);
 	}
 }
 

@@ -70,13 +70,12 @@ static void hpc_emul_recompute(struct rq *rq)
 	int sib = hpc_cpu_sibling(cpu_of(rq));
 	u32 own = READ_ONCE(per_cpu(hpc_emul_word, cpu_of(rq)));
 	u32 other = sib >= 0 ? READ_ONCE(per_cpu(hpc_emul_word, sib)) : 0;
-	u32 speed = HPC_SMT_SCALE;
+	bool busy = rq->hpc.online && (own & HPC_EMUL_BUSY) &&
+		    (other & HPC_EMUL_BUSY);
+	u32 share = hpc_smt_emul_share(own & HPC_EMUL_PRIO_MASK,
+				       other & HPC_EMUL_PRIO_MASK, busy);
 
-	if (rq->hpc.online && (own & HPC_EMUL_BUSY) && (other & HPC_EMUL_BUSY))
-		speed = hpc_smt_speed(own & HPC_EMUL_PRIO_MASK,
-				      other & HPC_EMUL_PRIO_MASK, true);
-
-	if (speed >= HPC_SMT_SCALE) {
+	if (share >= HPC_SMT_SCALE) {
 		rq->hpc.emul_limited = 0;
 		if (rq->hpc.throttled)
 			hpc_unthrottle(rq);
@@ -84,8 +83,7 @@ static void hpc_emul_recompute(struct rq *rq)
 	}
 
 	rq->hpc.emul_limited = 1;
-	rq->hpc.emul_quota = div_u64(hpc_emul_period_ns() * speed,
-				     HPC_SMT_SCALE);
+	rq->hpc.emul_quota = hpc_smt_budget(hpc_emul_period_ns(), share);
 	hpc_emul_start_timer(rq);
 	if (rq->hpc.emul_used >= rq->hpc.emul_quota) {
 		if (!rq->hpc.throttled)
@@ -138,14 +136,11 @@ static enum hrtimer_restart hpc_emul_period_fn(struct hrtimer *timer)
 	/*
 	 * New period. The expiry timer can fire late (a CPU with interrupts
 	 * off, a virtual CPU not scheduled), so a CPU can overrun its quota:
-	 * carry the overrun (up to one period) into the new period, so that
-	 * the average share stays exact.
+	 * the overrun carries into the new period (hpc_smt_carry()).
 	 */
-	if (rq->hpc.emul_limited && rq->hpc.emul_used > rq->hpc.emul_quota)
-		rq->hpc.emul_used = min(rq->hpc.emul_used - rq->hpc.emul_quota,
-					hpc_emul_period_ns());
-	else
-		rq->hpc.emul_used = 0;
+	rq->hpc.emul_used = rq->hpc.emul_limited ?
+		hpc_smt_carry(rq->hpc.emul_used, rq->hpc.emul_quota,
+			      hpc_emul_period_ns()) : 0;
 	/* The timer is running, so nothing may start it. */
 	rq->hpc.emul_timer_active = 1;
 	hpc_emul_recompute(rq);
