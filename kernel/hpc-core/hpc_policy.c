@@ -500,7 +500,7 @@ int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,
 	wait = hpc_since(now, t->seg_start);
 	t->state = HPC_TASK_RUNNABLE;
 	t->seg_start = now;
-	if (wait < (u64)p->min_wait_us * 1000) {
+	if (!hpc_wait_closes(wait, p)) {
 		t->cur_run += wait;
 		return 0;
 	}

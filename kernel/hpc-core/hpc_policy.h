@@ -137,6 +137,17 @@ HPC_API int hpc_heuristic_lookup(const char *name);
  */
 #define HPC_BUSY_PAIR_NS	1000000000ULL
 
+/*
+ * A wait of @wait_ns ends an iteration: at least min_wait_us. Shorter ones
+ * (page faults, short I/O, lock hand-offs, an MPI call that returns at
+ * once) count as compute. The one iteration boundary of every front end,
+ * the MPI monitor's too.
+ */
+static inline bool hpc_wait_closes(u64 wait_ns, const struct hpc_params *p)
+{
+	return wait_ns >= (u64)p->min_wait_us * 1000;
+}
+
 /* Task states for the accounting. */
 #define HPC_TASK_RUNNABLE	0
 #define HPC_TASK_SLEEPING	1

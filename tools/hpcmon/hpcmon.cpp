@@ -79,7 +79,7 @@ namespace
 {
 
 struct Config {
-	uint64_t min_wait_ns = HPC_DEF_MIN_WAIT_US * 1000ULL;
+	hpc_params policy{}; // min_wait_us: the iteration boundary (hpc_wait_closes())
 	bool blocking = false;
 	bool blocking_auto = true; // HPCMON_BLOCKING_WAIT=auto (the default)
 	long max_sleep_ns = 200000;
@@ -269,8 +269,9 @@ __attribute__((constructor)) void check_mpi(int, char **argv, char **)
 
 void load_config()
 {
-	cfg.min_wait_ns =
-		env_u64("HPCMON_MIN_WAIT_US", HPC_DEF_MIN_WAIT_US, HPC_MAX_MIN_WAIT_US) * 1000ULL;
+	hpc_params_default(&cfg.policy);
+	cfg.policy.min_wait_us = static_cast<uint32_t>(
+		env_u64("HPCMON_MIN_WAIT_US", HPC_DEF_MIN_WAIT_US, HPC_MAX_MIN_WAIT_US));
 	const char *bw = getenv("HPCMON_BLOCKING_WAIT");
 	cfg.blocking_auto = !bw || !*bw || !strcmp(bw, "auto");
 	cfg.blocking = !cfg.blocking_auto && env_u64("HPCMON_BLOCKING_WAIT", 0, 1) == 1;
@@ -470,7 +471,7 @@ void close_iteration(uint64_t end)
 inline void account_gap(uint64_t t)
 {
 	uint64_t gap = t > st.last_exit ? t - st.last_exit : 0;
-	if (gap >= cfg.min_wait_ns && st.wait) {
+	if (gap >= uint64_t{cfg.policy.min_wait_us} * 1000 && st.wait) {
 		st.run += st.wait;
 		st.wait = 0;
 	}
@@ -506,7 +507,7 @@ public:
 		st.blocked += d;
 		st.calls++;
 		st.last_exit = t;
-		if (st.wait >= cfg.min_wait_ns)
+		if (hpc_wait_closes(st.wait, &cfg.policy))
 			close_iteration(t);
 	}
 	Phase(const Phase &) = delete;
@@ -687,9 +688,9 @@ void finalize_report()
 		fprintf(stderr,
 			"hpcmon: %d ranks, min wait %" PRIu64 " us, blocking wait %s\n"
 			"hpcmon: %4s %7s %10s %10s %7s %9s %9s %8s %7s\n",
-			st.size, cfg.min_wait_ns / 1000, cfg.blocking ? "on" : "off", "rank",
-			"iters", "compute_s", "wait_s", "%comp", "cpu_s", "wall_s", "vol_cs",
-			"calls");
+			st.size, uint64_t{cfg.policy.min_wait_us}, cfg.blocking ? "on" : "off",
+			"rank", "iters", "compute_s", "wait_s", "%comp", "cpu_s", "wall_s",
+			"vol_cs", "calls");
 		for (const Totals &r : all)
 			fprintf(stderr,
 				"hpcmon: %4d %7" PRIu64 " %10.4f %10.4f %7.2f %9.4f %9.4f %8" PRIu64
@@ -732,7 +733,7 @@ void finalize_report()
 			",\"blocking_wait\":%s,\"lip\":%s,\"efficiency\":%s,"
 			"\"iter_lip_mean\":%s,\"iter_lip_max\":%s,\"iter_lip_count\":%" PRIu64
 			",\"ranks\":[",
-			st.size, cfg.min_wait_ns / 1000, cfg.blocking ? "true" : "false",
+			st.size, uint64_t{cfg.policy.min_wait_us}, cfg.blocking ? "true" : "false",
 			num(lip).c_str(), num(eff).c_str(), num(it_mean).c_str(),
 			num(it_max).c_str(), it_used);
 		for (size_t i = 0; i < all.size(); i++) {
