@@ -137,6 +137,19 @@ public:
 	Engine e;
 
 private:
+	// Before anything changes: the options taken (0), else the exit status.
+	int configure();
+	bool take_settings();
+	bool take_cpus(std::vector<int> &cpus);
+	void pair_cpus(const std::vector<int> &cpus);
+	int check_pids();
+	// Set up, then one wait (and what it brings) after another.
+	void block_signals();
+	void open_fds();
+	void install_hooks();
+	void add_pids();
+	void say_ready();
+	void poll_once();
 	// `since`: when the task's history starts (the monitor's hello: when
 	// MPI_Init returned; 0: now). `settle`: place every task and apply the
 	// plan now (false: the caller does, once for a batch of adds).
@@ -144,6 +157,8 @@ private:
 			uint64_t since = 0, bool settle = true);
 	// Place every task, say who moved, and apply the plan.
 	void settle();
+	std::string origin_of(int pid, bool &inside) const;
+	void watch_exit(int pid);
 	std::string join_existing(Task &t, const std::string &job, int rank, Via via,
 				  uint64_t since);
 	int launcher_above(int pid, bool mark);
@@ -277,6 +292,40 @@ int Daemon::launcher_above(int pid, bool mark)
 	return found;
 }
 
+// The cgroup a task goes back to when hpcd lets it go (`inside`: it is in
+// one of hpcd's now).
+std::string Daemon::origin_of(int pid, bool &inside) const
+{
+	auto pc = read_file("/proc/" + std::to_string(pid) + "/cgroup");
+	std::string origin = pc ? task_cgroup(*pc, cg_.layout().version).value_or("/") : "/";
+	if (origin.find_first_of(" \t\n") != std::string::npos)
+		origin = "/";
+	// A rank forked by a managed launcher starts in the launcher's cgroup:
+	// its way home is the launcher's.
+	const std::string mine = "/hpcsched/hpcd-" + std::to_string(::getpid()) + "/";
+	inside = origin.rfind(mine, 0) == 0;
+	if (inside) {
+		std::string o = "/";
+		for (auto &[p, t] : e.tasks)
+			if (t.cg == origin)
+				o = t.origin;
+		origin = o;
+	}
+	return origin;
+}
+
+// The task's pidfd into the epoll set: its exit ends it at once.
+void Daemon::watch_exit(int pid)
+{
+	if (const int fd = open_pidfd(pid); fd >= 0) {
+		pidfds_[pid] = fd;
+		epoll_event ev{};
+		ev.events = EPOLLIN;
+		ev.data.u64 = (uint64_t(uint32_t(pid)) << 32) | uint32_t(fd);
+		::epoll_ctl(pidfd_ep_, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
 std::string Daemon::add(int pid, const std::string &name, const std::string &job_in, int rank,
 			Via via, uint64_t since, bool settle_now)
 {
@@ -288,21 +337,8 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 		return "no process " + std::to_string(pid);
 	if (Task *t = e.find(pid))
 		return join_existing(*t, job_in, rank, via, since);
-	auto pc = read_file("/proc/" + std::to_string(pid) + "/cgroup");
-	std::string origin = pc ? task_cgroup(*pc, cg_.layout().version).value_or("/") : "/";
-	if (origin.find_first_of(" \t\n") != std::string::npos)
-		origin = "/";
-	// A rank forked by a managed launcher starts in the launcher's cgroup:
-	// its way home is the launcher's.
-	const std::string mine = "/hpcsched/hpcd-" + std::to_string(::getpid()) + "/";
-	const bool inside = origin.rfind(mine, 0) == 0;
-	if (inside) {
-		std::string o = "/";
-		for (auto &[p, t] : e.tasks)
-			if (t.cg == origin)
-				o = t.origin;
-		origin = o;
-	}
+	bool inside = false;
+	const std::string origin = origin_of(pid, inside);
 	std::vector<int> cpus = get_affinity(pid);
 	// Ranks under a launcher are its job, however they were found.
 	const int up = via == Via::Monitor || via == Via::Scan ? launcher_above(pid, false) : 0;
@@ -340,13 +376,7 @@ std::string Daemon::add(int pid, const std::string &name, const std::string &job
 	applied_q_[pid] = Quota{-1, e.s.period_us};
 	applied_w_[pid] = kWeightUnit;
 	had_task_ = true;
-	if (const int fd = open_pidfd(pid); fd >= 0) {
-		pidfds_[pid] = fd;
-		epoll_event ev{};
-		ev.events = EPOLLIN;
-		ev.data.u64 = (uint64_t(uint32_t(pid)) << 32) | uint32_t(fd);
-		::epoll_ctl(pidfd_ep_, EPOLL_CTL_ADD, fd, &ev);
-	}
+	watch_exit(pid);
 	follow(pid);
 	// A rank whose launcher (mpirun, a wrapper) is managed: the launcher
 	// steps out of the pairing and gets its CPUs back.
@@ -1059,11 +1089,11 @@ void Daemon::release_sockets()
 	}
 }
 
-int Daemon::run()
+// The settings (options first, then --set, which wins, then --heuristic):
+// a bad one must change nothing. False if one is refused.
+bool Daemon::take_settings()
 {
-	// Settings first: a bad one must change nothing.
 	std::string msg;
-	// Options first, then --set (which wins), then --heuristic.
 	std::vector<std::string> kv{"mode=" + o_.mode, "balance=" + o_.balance,
 				    "emul_period_us=" + std::to_string(o_.period_us)};
 	kv.insert(kv.end(), o_.settings.begin(), o_.settings.end());
@@ -1071,27 +1101,38 @@ int Daemon::run()
 		kv.push_back("heuristic=" + o_.heuristic);
 	if (SetErr err = apply_settings(e.s, kv, msg); err != SetErr::None) {
 		log(msg);
-		return 2;
+		return false;
 	}
-	// CPUs: the allowed ones, or --cpus; real SMT siblings paired.
+	return true;
+}
+
+// The CPUs: the allowed ones, or --cpus (which must be allowed). False if
+// --cpus is refused.
+bool Daemon::take_cpus(std::vector<int> &cpus)
+{
 	std::vector<int> allowed = allowed_cpus();
-	std::vector<int> cpus = allowed;
-	if (!o_.cpus.empty()) {
-		auto c = parse_cpulist(o_.cpus);
-		if (!c) {
-			log("--cpus: '" + o_.cpus + "' is not a CPU list (e.g. 0-3 or 0,2,4)");
-			return 2;
-		}
-		for (int x : *c)
-			if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
-				log(fmt::format("--cpus: CPU {} is not available (allowed: {})", x,
-						format_cpulist(allowed)));
-				return 2;
-			}
-		cpus = *c;
+	cpus = allowed;
+	if (o_.cpus.empty())
+		return true;
+	auto c = parse_cpulist(o_.cpus);
+	if (!c) {
+		log("--cpus: '" + o_.cpus + "' is not a CPU list (e.g. 0-3 or 0,2,4)");
+		return false;
 	}
-	// Real SMT siblings (hwloc) form the pairs; without SMT consecutive CPUs
-	// emulate a core.
+	for (int x : *c)
+		if (std::find(allowed.begin(), allowed.end(), x) == allowed.end()) {
+			log(fmt::format("--cpus: CPU {} is not available (allowed: {})", x,
+					format_cpulist(allowed)));
+			return false;
+		}
+	cpus = *c;
+	return true;
+}
+
+// Real SMT siblings (hwloc) form the pairs; without SMT consecutive CPUs
+// emulate a core.
+void Daemon::pair_cpus(const std::vector<int> &cpus)
+{
 	std::string terr;
 	if (auto t = load_topology(terr))
 		topo_ = *t;
@@ -1105,6 +1146,12 @@ int Daemon::run()
 			"weight the lighter thread of a busy core runs hpc_smt_real_duty() of "
 			"each period (e.g. {} permille at priorities 4 beside 6)",
 			format_cpulist(e.cpus), hpc_smt_real_duty(4, 6)));
+}
+
+// The --pid tasks and their --prio: 0 if hpcd can take them, else its exit
+// status.
+int Daemon::check_pids()
+{
 	if (o_.prios.size() > o_.pids.size()) {
 		log("--prio: more priorities than --pid");
 		return 2;
@@ -1120,10 +1167,22 @@ int Daemon::run()
 		log(too_few_cpus(need, e.cpus.size()) + " (--strict-cpus)");
 		return 3;
 	}
+	return 0;
+}
 
-	cg_.setup();
-	g_.start(cg_);
+// The options taken: 0, else hpcd's exit status (nothing changed).
+int Daemon::configure()
+{
+	std::vector<int> cpus;
+	if (!take_settings() || !take_cpus(cpus))
+		return 2;
+	pair_cpus(cpus);
+	return check_pids();
+}
 
+// Signals come through signalfd (sig_), not handlers.
+void Daemon::block_signals()
+{
 	sigset_t mask;
 	sigemptyset(&mask);
 	for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT})
@@ -1131,111 +1190,139 @@ int Daemon::run()
 	sigprocmask(SIG_BLOCK, &mask, nullptr);
 	std::signal(SIGPIPE, SIG_IGN);
 	sig_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
 
+// The sockets, the sampling timer, the pidfds' epoll set and the event source.
+void Daemon::open_fds()
+{
+	ctl_ = make_control(o_.control);
+	mon_.open(o_.monitor, 0666);
+	timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	pidfd_ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+	if (pidfd_ep_ < 0)
+		throw std::system_error(errno, std::generic_category(), "epoll_create1");
+	arm_timer();
+	start_source();
+}
+
+// What the control socket's requests do (control.hpp).
+void Daemon::install_hooks()
+{
+	hooks_.add = [this](int pid, const std::string &name, bool launcher) {
+		return add(pid, name, "d" + std::to_string(::getpid()), -1,
+			   launcher ? Via::Launcher : Via::Control);
+	};
+	hooks_.remove = [this](int pid) { drop(pid, "hpcctl asked"); };
+	hooks_.status = [this] { return status(); };
+	hooks_.stat = [this](const Task &t) { return cg_.stat(t.cg); };
+	hooks_.changed = [this] {
+		// Mode changes move tasks: pin again, or give their CPUs back.
+		for (auto &[pid, c] : applied_cpu_)
+			c = -1;
+		apply();
+	};
+	hooks_.shutdown = [this] {
+		end_reason_ = "shutdown requested";
+		running_ = false;
+	};
+	hooks_.events = [this](uint64_t since, size_t max) {
+		uint64_t dropped = 0;
+		json evs = json::array();
+		for (const auto &ev : log_.since(since, max, dropped))
+			evs.push_back(event_json(ev));
+		return json{{"next", evs.empty() ? std::max(since, log_.next())
+						 : evs.back()["seq"].get<uint64_t>() + 1},
+			    {"dropped", dropped},
+			    {"events", evs}};
+	};
+	hooks_.watch = [this](uint64_t since, bool from_now, json &reply) {
+		return watch(since, from_now, reply);
+	};
+}
+
+// The --pid tasks are placed once, together: one by one, each add would
+// re-plan (and, emulating, re-write) every task before it.
+void Daemon::add_pids()
+{
+	for (size_t i = 0; i < o_.pids.size(); i++) {
+		int pid = o_.pids[i];
+		std::string err =
+			add(pid, "", "d" + std::to_string(::getpid()), -1, Via::Control, 0, false);
+		if (!err.empty())
+			throw std::runtime_error(err);
+		if (i < o_.prios.size())
+			e.find(pid)->static_prio = o_.prios[i];
+	}
+	settle();
+}
+
+void Daemon::say_ready()
+{
+	log(fmt::format("ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {} "
+			"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
+			"node(s))",
+			o_.control, o_.monitor, cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
+			cg_.instance_dir(), mode_name(e.s.mode), format_cpulist(e.cpus),
+			topo_.packages, topo_.cores, topo_.cpus.size(),
+			topo_.smt() ? "SMT" : "no SMT", topo_.numa_nodes.size()));
+}
+
+// One wait for whatever comes first, and what it brings.
+void Daemon::poll_once()
+{
+	std::vector<pollfd> fds{{sig_, POLLIN, 0},
+				{timer_, POLLIN, 0},
+				{mon_.listen_fd(), POLLIN, 0},
+				{ctl_, POLLIN, 0}};
+	// A rank's connection until its hello; then read on the timer
+	// (MonitorSocket::read_batched, in sample()).
+	for (int fd : mon_.eager_fds())
+		fds.push_back({fd, POLLIN, 0});
+	for (auto &[fd, c] : clients_)
+		fds.push_back({fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+	const size_t first_pidfd = fds.size();
+	fds.push_back({pidfd_ep_, POLLIN, 0});
+	if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+		throw std::system_error(errno, std::generic_category(), "poll");
+	if (fds[0].revents)
+		on_signal();
+	if (fds[2].revents)
+		mon_.accept_all();
+	for (size_t i = 4; i < fds.size(); i++)
+		if (fds[i].revents && mon_.is_eager(fds[i].fd))
+			on_monitor_read(fds[i].fd);
+	if (fds[1].revents)
+		sample();
+	if (fds[3].revents)
+		on_control_accept();
+	for (size_t i = 4; i < first_pidfd; i++)
+		if (fds[i].revents && clients_.count(fds[i].fd))
+			on_client(fds[i].fd, fds[i].revents);
+	// Last: tasks that exited, once what the monitor sent before the exit
+	// (a rank's last records, its bye) is in.
+	if (fds[first_pidfd].revents) {
+		std::vector<int> gone = exited();
+		if (!gone.empty())
+			read_monitor();
+		drop_all(gone, "exited");
+	}
+}
+
+int Daemon::run()
+{
+	if (int rc = configure())
+		return rc;
+	cg_.setup();
+	g_.start(cg_);
+	block_signals();
 	int rc = 0;
 	try {
-		ctl_ = make_control(o_.control);
-		mon_.open(o_.monitor, 0666);
-		timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		pidfd_ep_ = ::epoll_create1(EPOLL_CLOEXEC);
-		if (pidfd_ep_ < 0)
-			throw std::system_error(errno, std::generic_category(), "epoll_create1");
-		arm_timer();
-		start_source();
-
-		hooks_.add = [this](int pid, const std::string &name, bool launcher) {
-			return add(pid, name, "d" + std::to_string(::getpid()), -1,
-				   launcher ? Via::Launcher : Via::Control);
-		};
-		hooks_.remove = [this](int pid) { drop(pid, "hpcctl asked"); };
-		hooks_.status = [this] { return status(); };
-		hooks_.stat = [this](const Task &t) { return cg_.stat(t.cg); };
-		hooks_.changed = [this] {
-			// Mode changes move tasks: pin again, or give their CPUs back.
-			for (auto &[pid, c] : applied_cpu_)
-				c = -1;
-			apply();
-		};
-		hooks_.shutdown = [this] {
-			end_reason_ = "shutdown requested";
-			running_ = false;
-		};
-		hooks_.events = [this](uint64_t since, size_t max) {
-			uint64_t dropped = 0;
-			json evs = json::array();
-			for (const auto &ev : log_.since(since, max, dropped))
-				evs.push_back(event_json(ev));
-			return json{{"next", evs.empty() ? std::max(since, log_.next())
-							 : evs.back()["seq"].get<uint64_t>() + 1},
-				    {"dropped", dropped},
-				    {"events", evs}};
-		};
-		hooks_.watch = [this](uint64_t since, bool from_now, json &reply) {
-			return watch(since, from_now, reply);
-		};
-
-		// The --pid tasks are placed once, together: one by one, each
-		// add would re-plan (and, emulating, re-write) every task before it.
-		for (size_t i = 0; i < o_.pids.size(); i++) {
-			int pid = o_.pids[i];
-			std::string err = add(pid, "", "d" + std::to_string(::getpid()), -1,
-					      Via::Control, 0, false);
-			if (!err.empty())
-				throw std::runtime_error(err);
-			if (i < o_.prios.size())
-				e.find(pid)->static_prio = o_.prios[i];
-		}
-		settle();
-		log(fmt::format("ready: control {}, monitor {}, cgroup {} {}, mode {}, CPUs {} "
-				"(hwloc: {} package(s), {} core(s), {} CPU(s), {}, {} NUMA "
-				"node(s))",
-				o_.control, o_.monitor,
-				cg_.layout().version == CgVersion::V1 ? "v1" : "v2",
-				cg_.instance_dir(), mode_name(e.s.mode), format_cpulist(e.cpus),
-				topo_.packages, topo_.cores, topo_.cpus.size(),
-				topo_.smt() ? "SMT" : "no SMT", topo_.numa_nodes.size()));
-
-		while (running_) {
-			std::vector<pollfd> fds{{sig_, POLLIN, 0},
-						{timer_, POLLIN, 0},
-						{mon_.listen_fd(), POLLIN, 0},
-						{ctl_, POLLIN, 0}};
-			// A rank's connection until its hello; then read on the
-			// timer (MonitorSocket::read_batched, in sample()).
-			for (int fd : mon_.eager_fds())
-				fds.push_back({fd, POLLIN, 0});
-			for (auto &[fd, c] : clients_)
-				fds.push_back(
-					{fd,
-					 static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)),
-					 0});
-			const size_t first_pidfd = fds.size();
-			fds.push_back({pidfd_ep_, POLLIN, 0});
-			if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
-				throw std::system_error(errno, std::generic_category(), "poll");
-			if (fds[0].revents)
-				on_signal();
-			if (fds[2].revents)
-				mon_.accept_all();
-			for (size_t i = 4; i < fds.size(); i++)
-				if (fds[i].revents && mon_.is_eager(fds[i].fd))
-					on_monitor_read(fds[i].fd);
-			if (fds[1].revents)
-				sample();
-			if (fds[3].revents)
-				on_control_accept();
-			for (size_t i = 4; i < first_pidfd; i++)
-				if (fds[i].revents && clients_.count(fds[i].fd))
-					on_client(fds[i].fd, fds[i].revents);
-			// Last: tasks that exited, once what the monitor sent before
-			// the exit (a rank's last records, its bye) is in.
-			if (fds[first_pidfd].revents) {
-				std::vector<int> gone = exited();
-				if (!gone.empty())
-					read_monitor();
-				drop_all(gone, "exited");
-			}
-		}
+		open_fds();
+		install_hooks();
+		add_pids();
+		say_ready();
+		while (running_)
+			poll_once();
 	} catch (const std::exception &ex) {
 		log(ex.what());
 		rc = 1;
@@ -1248,20 +1335,9 @@ int Daemon::run()
 	return rc;
 }
 
-} // namespace
-
-int main(int argc, char **argv)
+// hpcd's options, into `o`.
+void add_options(CLI::App &app, Opts &o)
 {
-	Opts o;
-	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
-	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
-	o.source = env_or("HPCD_SOURCE", "auto");
-	if (std::find(kSources.begin(), kSources.end(), o.source) == kSources.end()) {
-		log("HPCD_SOURCE: '" + o.source + "' is not auto, bpf or proc");
-		return 64;
-	}
-	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup CPU weights, or SMT emulation)",
-		     "hpcd"};
 	app.set_version_flag("--version", "hpcd (hpcsched) " HPCSCHED_VERSION);
 	app.add_option("--pid", o.pids, "manage this process (repeatable; paired in order)")
 		->check(CLI::PositiveNumber);
@@ -1310,6 +1386,23 @@ int main(int argc, char **argv)
 		     "refuse to emulate more contexts than there are CPUs");
 	app.add_flag("--cleanup", o.cleanup, "remove cgroups of dead hpcd instances and exit");
 	app.add_flag("-v,--verbose", o.verbose, "log every iteration");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Opts o;
+	o.control = env_or("HPCD_CONTROL", "/run/hpcd.ctl");
+	o.monitor = env_or("HPCD_SOCKET", HPCMON_DEFAULT_SOCKET);
+	o.source = env_or("HPCD_SOURCE", "auto");
+	if (std::find(kSources.begin(), kSources.end(), o.source) == kSources.end()) {
+		log("HPCD_SOURCE: '" + o.source + "' is not auto, bpf or proc");
+		return 64;
+	}
+	CLI::App app{"hpcd: user-space SCHED_HPC controller (cgroup CPU weights, or SMT emulation)",
+		     "hpcd"};
+	add_options(app, o);
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {
