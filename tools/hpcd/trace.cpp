@@ -148,6 +148,16 @@ void get(const json &j, const char *k, std::string &out, bool required = true)
 	}
 }
 
+void get(const json &j, const char *k, std::vector<std::string> &out)
+{
+	if (auto *v = field(j, k, false)) {
+		if (!v->is_array() ||
+		    !std::all_of(v->begin(), v->end(), [](const json &x) { return x.is_string(); }))
+			throw Bad{std::string("\"") + k + "\" must be an array of strings"};
+		out = v->get<std::vector<std::string>>();
+	}
+}
+
 void read_header(const json &j, Trace &t)
 {
 	std::string fmt;
@@ -171,12 +181,7 @@ void read_header(const json &j, Trace &t)
 		t.start_unix_s = v->get<int64_t>();
 	}
 	get(j, "host", t.host, false);
-	if (auto *v = field(j, "command", false)) {
-		if (!v->is_array() ||
-		    !std::all_of(v->begin(), v->end(), [](const json &x) { return x.is_string(); }))
-			throw Bad{"\"command\" must be an array of strings"};
-		t.command = v->get<std::vector<std::string>>();
-	}
+	get(j, "command", t.command);
 	if (auto *v = field(j, "settings", false)) {
 		if (!v->is_object())
 			throw Bad{"\"settings\" must be an object"};
@@ -192,17 +197,142 @@ void drop_sampled(Trace &t, int pid)
 	std::erase_if(t.iters, [pid](const Iter &i) { return i.pid == pid; });
 }
 
+// The lines of a record after its header, into `t`.
+class Reader
+{
+public:
+	explicit Reader(Trace &t) : t_(t) {}
+	void line(const json &j);
+
+private:
+	void task(const json &j);
+	void iteration(const json &j);
+	void priority(const json &j);
+	void end(const json &j);
+
+	Trace &t_;
+	bool ended_ = false;
+	// Per task: the end of its last iteration, and the time of its last
+	// event of either kind (see trace.hpp for why they differ).
+	std::map<int, uint64_t> last_iter_, last_end_;
+};
+
+void Reader::line(const json &j)
+{
+	if (!j.is_object())
+		throw Bad{"not a JSON object"};
+	if (ended_)
+		throw Bad{"an event after the end line"};
+	std::string type;
+	get(j, "type", type);
+	if (type == "task")
+		task(j);
+	else if (type == "iteration")
+		iteration(j);
+	else if (type == "priority")
+		priority(j);
+	else if (type == "end")
+		end(j);
+	else
+		throw Bad{"unknown type \"" + type + "\" (task, iteration, priority, end)"};
+}
+
+void Reader::task(const json &j)
+{
+	TaskInfo ti;
+	get(j, "pid", ti.pid, true, 1);
+	get(j, "name", ti.name, false);
+	get(j, "job", ti.job, false);
+	get(j, "source", ti.source, false);
+	get(j, "role", ti.role, false);
+	if (ti.role != "task" && ti.role != "launcher")
+		throw Bad{"\"role\" must be task or launcher"};
+	get(j, "rank", ti.rank, false);
+	get(j, "ctx", ti.ctx, false);
+	get(j, "cpu", ti.cpu, false);
+	get(j, "sibling", ti.sibling, false, 0);
+	get(j, "prio", ti.prio, false);
+	auto it = std::find_if(t_.tasks.begin(), t_.tasks.end(),
+			       [&](const TaskInfo &x) { return x.pid == ti.pid; });
+	if (it == t_.tasks.end()) {
+		t_.tasks.push_back(ti);
+		return;
+	}
+	if (it->source != "monitor" && ti.source == "monitor") {
+		drop_sampled(t_, ti.pid);
+		last_iter_.erase(ti.pid);
+	}
+	// Listed again (re-paired, turned out a rank): the newest description,
+	// the first priority.
+	ti.prio = it->prio ? it->prio : ti.prio;
+	*it = ti;
+}
+
+void Reader::iteration(const json &j)
+{
+	Iter i;
+	get(j, "pid", i.pid, true, 1);
+	if (!t_.task(i.pid))
+		throw Bad{fmt::format("iteration of pid {} before its task line", i.pid)};
+	get(j, "iteration", i.iteration, false);
+	get(j, "end_ns", i.end_ns);
+	get(j, "run_ns", i.run_ns);
+	get(j, "wait_ns", i.wait_ns);
+	get(j, "util", i.util, false);
+	get(j, "heur_util", i.heur_util, false);
+	get(j, "old_prio", i.old_prio);
+	get(j, "prio", i.prio);
+	get(j, "cpu", i.cpu, false);
+	get(j, "weight", i.weight, false);
+	if (i.run_ns > i.end_ns || i.wait_ns > i.end_ns - i.run_ns)
+		throw Bad{"run_ns + wait_ns is more than end_ns"};
+	if (i.util > 10000 || i.heur_util > 10000)
+		throw Bad{"util and heur_util are in 0.01 %: at most 10000"};
+	if (i.end_ns < last_iter_[i.pid])
+		throw Bad{fmt::format("pid {}: an iteration ends before the task's previous "
+				      "iteration",
+				      i.pid)};
+	last_iter_[i.pid] = i.end_ns;
+	last_end_[i.pid] = std::max(last_end_[i.pid], i.end_ns);
+	t_.iters.push_back(i);
+}
+
+void Reader::priority(const json &j)
+{
+	PrioChange p;
+	get(j, "pid", p.pid, true, 1);
+	if (!t_.task(p.pid))
+		throw Bad{fmt::format("priority change of pid {} before its task line", p.pid)};
+	get(j, "at_ns", p.at_ns);
+	get(j, "old_prio", p.old_prio);
+	get(j, "prio", p.prio);
+	if (p.at_ns < last_end_[p.pid])
+		throw Bad{fmt::format("pid {}: a priority change before the task's previous "
+				      "event",
+				      p.pid)};
+	last_end_[p.pid] = p.at_ns;
+	t_.prios.push_back(p);
+}
+
+void Reader::end(const json &j)
+{
+	get(j, "end_ns", t_.end_ns);
+	get(j, "reason", t_.reason, false);
+	get(j, "dropped", t_.dropped, false);
+	get(j, "missed", t_.missed, false);
+	get(j, "warnings", t_.warnings);
+	ended_ = true;
+}
+
 } // namespace
 
 std::optional<Trace> read(std::istream &in, std::string &err)
 {
 	Trace t;
+	Reader reader(t);
 	std::string line;
 	size_t n = 0;
-	bool header = false, ended = false;
-	// Per task: the end of its last iteration, and the time of its last
-	// event of either kind (see trace.hpp for why they differ).
-	std::map<int, uint64_t> last_iter, last_end;
+	bool header = false;
 	try {
 		while (std::getline(in, line)) {
 			n++;
@@ -214,109 +344,11 @@ std::optional<Trace> read(std::istream &in, std::string &err)
 			} catch (const json::exception &) {
 				throw Bad{"not JSON"};
 			}
-			if (!header) {
+			if (header)
+				reader.line(j);
+			else
 				read_header(j, t);
-				header = true;
-				continue;
-			}
-			if (!j.is_object())
-				throw Bad{"not a JSON object"};
-			if (ended)
-				throw Bad{"an event after the end line"};
-			std::string type;
-			get(j, "type", type);
-			if (type == "task") {
-				TaskInfo ti;
-				get(j, "pid", ti.pid, true, 1);
-				get(j, "name", ti.name, false);
-				get(j, "job", ti.job, false);
-				get(j, "source", ti.source, false);
-				get(j, "role", ti.role, false);
-				if (ti.role != "task" && ti.role != "launcher")
-					throw Bad{"\"role\" must be task or launcher"};
-				get(j, "rank", ti.rank, false);
-				get(j, "ctx", ti.ctx, false);
-				get(j, "cpu", ti.cpu, false);
-				get(j, "sibling", ti.sibling, false, 0);
-				get(j, "prio", ti.prio, false);
-				auto it = std::find_if(
-					t.tasks.begin(), t.tasks.end(),
-					[&](const TaskInfo &x) { return x.pid == ti.pid; });
-				if (it == t.tasks.end()) {
-					t.tasks.push_back(ti);
-				} else {
-					if (it->source != "monitor" && ti.source == "monitor") {
-						drop_sampled(t, ti.pid);
-						last_iter.erase(ti.pid);
-					}
-					// Listed again (re-paired, turned out a rank): the
-					// newest description, the first priority.
-					ti.prio = it->prio ? it->prio : ti.prio;
-					*it = ti;
-				}
-			} else if (type == "iteration") {
-				Iter i;
-				get(j, "pid", i.pid, true, 1);
-				if (!t.task(i.pid))
-					throw Bad{fmt::format(
-						"iteration of pid {} before its task line", i.pid)};
-				get(j, "iteration", i.iteration, false);
-				get(j, "end_ns", i.end_ns);
-				get(j, "run_ns", i.run_ns);
-				get(j, "wait_ns", i.wait_ns);
-				get(j, "util", i.util, false);
-				get(j, "heur_util", i.heur_util, false);
-				get(j, "old_prio", i.old_prio);
-				get(j, "prio", i.prio);
-				get(j, "cpu", i.cpu, false);
-				get(j, "weight", i.weight, false);
-				if (i.run_ns > i.end_ns || i.wait_ns > i.end_ns - i.run_ns)
-					throw Bad{"run_ns + wait_ns is more than end_ns"};
-				if (i.util > 10000 || i.heur_util > 10000)
-					throw Bad{
-						"util and heur_util are in 0.01 %: at most 10000"};
-				if (i.end_ns < last_iter[i.pid])
-					throw Bad{
-						fmt::format("pid {}: an iteration ends before the "
-							    "task's previous iteration",
-							    i.pid)};
-				last_iter[i.pid] = i.end_ns;
-				last_end[i.pid] = std::max(last_end[i.pid], i.end_ns);
-				t.iters.push_back(i);
-			} else if (type == "priority") {
-				PrioChange p;
-				get(j, "pid", p.pid, true, 1);
-				if (!t.task(p.pid))
-					throw Bad{fmt::format(
-						"priority change of pid {} before its task line",
-						p.pid)};
-				get(j, "at_ns", p.at_ns);
-				get(j, "old_prio", p.old_prio);
-				get(j, "prio", p.prio);
-				if (p.at_ns < last_end[p.pid])
-					throw Bad{
-						fmt::format("pid {}: a priority change before the "
-							    "task's previous event",
-							    p.pid)};
-				last_end[p.pid] = p.at_ns;
-				t.prios.push_back(p);
-			} else if (type == "end") {
-				get(j, "end_ns", t.end_ns);
-				get(j, "reason", t.reason, false);
-				get(j, "dropped", t.dropped, false);
-				get(j, "missed", t.missed, false);
-				if (auto *v = field(j, "warnings", false)) {
-					if (!v->is_array() ||
-					    !std::all_of(v->begin(), v->end(),
-							 [](const json &x) { return x.is_string(); }))
-						throw Bad{"\"warnings\" must be an array of strings"};
-					t.warnings = v->get<std::vector<std::string>>();
-				}
-				ended = true;
-			} else {
-				throw Bad{"unknown type \"" + type +
-					  "\" (task, iteration, priority, end)"};
-			}
+			header = true;
 		}
 	} catch (const Bad &b) {
 		err = fmt::format("line {}: {}", n, b.msg);
@@ -795,217 +827,266 @@ std::string task_title(const TaskSummary &s)
 
 } // namespace
 
+namespace
+{
+
+// One Perfetto event of task `pid`: metadata ("M"), a counter ("C") at
+// `ts`, a slice ("X").
+json meta(int pid, const char *name, json args)
+{
+	return {{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", pid}, {"args", std::move(args)}};
+}
+
+json counter(int pid, const char *name, double ts, json args)
+{
+	return {{"ph", "C"},  {"name", name}, {"pid", pid},
+		{"tid", pid}, {"ts", ts},     {"args", std::move(args)}};
+}
+
+json slice(int pid, const char *name, double ts, uint64_t dur_ns, const json &args)
+{
+	return {{"ph", "X"},
+		{"name", name},
+		{"cat", "iteration"},
+		{"pid", pid},
+		{"tid", pid},
+		{"ts", ts},
+		{"dur", static_cast<double>(dur_ns) / 1000.0},
+		{"args", args}};
+}
+
+// A task's track: its name, its place, and the priority it started with.
+void perfetto_track(const Trace &t, const TaskSummary &s, size_t k, uint64_t o, json &ev)
+{
+	const int pid = s.task ? s.task->pid : 0;
+	ev.push_back(meta(pid, "process_name", {{"name", task_title(s)}}));
+	ev.push_back(meta(pid, "process_sort_index", {{"sort_index", k}}));
+	ev.push_back(meta(pid, "thread_name", {{"name", "iterations"}}));
+	uint64_t first = UINT64_MAX;
+	for (const auto &i : t.iters)
+		if (i.pid == pid)
+			first = std::min(first, i.start_ns());
+	for (const auto &p : t.prios)
+		if (p.pid == pid)
+			first = std::min(first, p.at_ns);
+	if (first != UINT64_MAX && !s.prios.empty() && s.prios.front())
+		ev.push_back(
+			counter(pid, "priority", us(first, o), {{"priority", s.prios.front()}}));
+}
+
+// An iteration's slices and counters (`weight`: mode weight's CPU weight too).
+void perfetto_iteration(const Iter &i, uint64_t o, bool weight, json &ev)
+{
+	json args{
+		{"iteration", i.iteration}, {"priority", i.old_prio}, {"util_pct", i.util / 100.0}};
+	if (i.run_ns)
+		ev.push_back(slice(i.pid, "compute", us(i.start_ns(), o), i.run_ns, args));
+	if (i.wait_ns)
+		ev.push_back(slice(i.pid, "wait", us(i.compute_end_ns(), o), i.wait_ns, args));
+	const double end = us(i.end_ns, o);
+	ev.push_back(counter(i.pid, "priority", end, {{"priority", i.prio}}));
+	ev.push_back(counter(i.pid, "utilisation %", end,
+			     {{"last", i.util / 100.0}, {"heuristic", i.heur_util / 100.0}}));
+	if (weight && i.weight)
+		ev.push_back(counter(i.pid, "cpu weight", end, {{"weight", i.weight}}));
+}
+
+} // namespace
+
 json to_perfetto(const Trace &t)
 {
 	const uint64_t o = origin(t);
 	json ev = json::array();
 	auto rows = summarize(t);
 	const bool weight = t.settings.contains("mode") && t.settings["mode"] == "weight";
-	for (size_t k = 0; k < rows.size(); k++) {
-		const auto &s = rows[k];
-		const int pid = s.task ? s.task->pid : 0;
-		ev.push_back({{"ph", "M"},
-			      {"name", "process_name"},
-			      {"pid", pid},
-			      {"tid", pid},
-			      {"args", {{"name", task_title(s)}}}});
-		ev.push_back({{"ph", "M"},
-			      {"name", "process_sort_index"},
-			      {"pid", pid},
-			      {"tid", pid},
-			      {"args", {{"sort_index", k}}}});
-		ev.push_back({{"ph", "M"},
-			      {"name", "thread_name"},
-			      {"pid", pid},
-			      {"tid", pid},
-			      {"args", {{"name", "iterations"}}}});
-		// The priority it started with.
-		uint64_t first = UINT64_MAX;
-		for (const auto &i : t.iters)
-			if (i.pid == pid)
-				first = std::min(first, i.start_ns());
-		for (const auto &p : t.prios)
-			if (p.pid == pid)
-				first = std::min(first, p.at_ns);
-		if (first != UINT64_MAX && !s.prios.empty() && s.prios.front())
-			ev.push_back({{"ph", "C"},
-				      {"name", "priority"},
-				      {"pid", pid},
-				      {"tid", pid},
-				      {"ts", us(first, o)},
-				      {"args", {{"priority", s.prios.front()}}}});
-	}
+	for (size_t k = 0; k < rows.size(); k++)
+		perfetto_track(t, rows[k], k, o, ev);
 	std::set<int> shown;
 	for (const auto &s : rows)
 		shown.insert(s.task ? s.task->pid : 0);
-	for (const auto &i : t.iters) {
-		if (!shown.count(i.pid))
-			continue;
-		json args{{"iteration", i.iteration},
-			  {"priority", i.old_prio},
-			  {"util_pct", i.util / 100.0}};
-		if (i.run_ns)
-			ev.push_back({{"ph", "X"},
-				      {"name", "compute"},
-				      {"cat", "iteration"},
-				      {"pid", i.pid},
-				      {"tid", i.pid},
-				      {"ts", us(i.start_ns(), o)},
-				      {"dur", static_cast<double>(i.run_ns) / 1000.0},
-				      {"args", args}});
-		if (i.wait_ns)
-			ev.push_back({{"ph", "X"},
-				      {"name", "wait"},
-				      {"cat", "iteration"},
-				      {"pid", i.pid},
-				      {"tid", i.pid},
-				      {"ts", us(i.compute_end_ns(), o)},
-				      {"dur", static_cast<double>(i.wait_ns) / 1000.0},
-				      {"args", args}});
-		ev.push_back({{"ph", "C"},
-			      {"name", "priority"},
-			      {"pid", i.pid},
-			      {"tid", i.pid},
-			      {"ts", us(i.end_ns, o)},
-			      {"args", {{"priority", i.prio}}}});
-		ev.push_back(
-			{{"ph", "C"},
-			 {"name", "utilisation %"},
-			 {"pid", i.pid},
-			 {"tid", i.pid},
-			 {"ts", us(i.end_ns, o)},
-			 {"args", {{"last", i.util / 100.0}, {"heuristic", i.heur_util / 100.0}}}});
-		if (weight && i.weight)
-			ev.push_back({{"ph", "C"},
-				      {"name", "cpu weight"},
-				      {"pid", i.pid},
-				      {"tid", i.pid},
-				      {"ts", us(i.end_ns, o)},
-				      {"args", {{"weight", i.weight}}}});
-	}
+	for (const auto &i : t.iters)
+		if (shown.count(i.pid))
+			perfetto_iteration(i, o, weight, ev);
 	for (const auto &p : t.prios)
 		if (shown.count(p.pid))
-			ev.push_back({{"ph", "C"},
-				      {"name", "priority"},
-				      {"pid", p.pid},
-				      {"tid", p.pid},
-				      {"ts", us(p.at_ns, o)},
-				      {"args", {{"priority", p.prio}}}});
+			ev.push_back(
+				counter(p.pid, "priority", us(p.at_ns, o), {{"priority", p.prio}}));
 	json other{{"format", kFormat},      {"source", t.source}, {"host", t.host},
 		   {"start_ns", t.start_ns}, {"origin_ns", o},     {"command", t.command},
 		   {"settings", t.settings}};
 	return json{{"displayTimeUnit", "ms"}, {"traceEvents", ev}, {"otherData", other}};
 }
 
-Paraver to_paraver(const Trace &t)
+namespace
 {
-	const uint64_t o = origin(t);
-	auto rows = summarize(t);
-	std::map<int, size_t> task_no; // pid -> 1-based Paraver task
-	int max_cpu = -1;
-	for (size_t k = 0; k < rows.size(); k++) {
-		task_no[rows[k].task ? rows[k].task->pid : 0] = k + 1;
-		if (rows[k].task)
-			max_cpu = std::max(max_cpu, rows[k].task->cpu);
-	}
-	for (const auto &i : t.iters)
-		if (task_no.count(i.pid))
-			max_cpu = std::max(max_cpu, i.cpu);
-	const int ncpu = std::max(1, max_cpu + 1);
-	auto cpu_of = [&](int pid, int cpu) {
-		if (cpu < 0)
-			if (const TaskInfo *ti = t.task(pid))
-				cpu = ti->cpu;
-		return cpu < 0 ? 0 : cpu + 1; // Paraver CPUs count from 1, 0: unknown
-	};
+
+// The .prv's records: one Paraver task per row, CPUs counted from 1.
+class PrvRecords
+{
+public:
+	PrvRecords(const Trace &t, const std::vector<TaskSummary> &rows, uint64_t o);
+	int ncpu() const { return ncpu_; }
+	bool has(int pid) const { return task_no_.count(pid) != 0; }
+	// A state from `b` to `e` (1 running, 3 waiting).
+	void state(int pid, int cpu, uint64_t b, uint64_t e, int st);
+	void event(int pid, int cpu, uint64_t at, uint64_t type, uint64_t v);
+	// The records in time order, one a line.
+	std::string text();
+
+private:
+	int cpu_of(int pid, int cpu) const;
+
 	struct Rec {
 		uint64_t at;
 		std::string line;
 	};
-	std::vector<Rec> recs;
-	auto state = [&](int pid, int cpu, uint64_t b, uint64_t e, int st) {
-		if (e > b)
-			recs.push_back({b - o, fmt::format("1:{}:1:{}:1:{}:{}:{}", cpu_of(pid, cpu),
-							   task_no[pid], b - o, e - o, st)});
-	};
-	auto event = [&](int pid, int cpu, uint64_t at, uint64_t type, uint64_t v) {
-		recs.push_back({at - o, fmt::format("2:{}:1:{}:1:{}:{}:{}", cpu_of(pid, cpu),
-						    task_no[pid], at - o, type, v)});
-	};
-	for (const auto &s : rows) {
-		// The priority each task starts with, at its first event.
-		if (!s.task || s.prios.empty() || !s.prios.front())
-			continue;
-		event(s.task->pid, -1, s.first_ns, kPrvPriority, s.prios.front());
-	}
-	for (const auto &i : t.iters) {
-		if (!task_no.count(i.pid))
-			continue;
-		state(i.pid, i.cpu, i.start_ns(), i.compute_end_ns(), 1);
-		state(i.pid, i.cpu, i.compute_end_ns(), i.end_ns, 3);
-		event(i.pid, i.cpu, i.end_ns, kPrvPriority, i.prio);
-		event(i.pid, i.cpu, i.end_ns, kPrvUtilisation, i.util);
-		event(i.pid, i.cpu, i.end_ns, kPrvIteration,
-		      i.iteration ? i.iteration : static_cast<uint64_t>(0));
-	}
-	for (const auto &p : t.prios)
-		if (task_no.count(p.pid))
-			event(p.pid, -1, p.at_ns, kPrvPriority, p.prio);
-	std::stable_sort(recs.begin(), recs.end(),
-			 [](const Rec &a, const Rec &b) { return a.at < b.at; });
+	const Trace &t_;
+	const uint64_t o_;
+	std::map<int, size_t> task_no_; // pid -> 1-based Paraver task
+	int ncpu_ = 1;
+	std::vector<Rec> recs_;
+};
 
-	Paraver out;
+PrvRecords::PrvRecords(const Trace &t, const std::vector<TaskSummary> &rows, uint64_t o)
+    : t_(t), o_(o)
+{
+	int max_cpu = -1;
+	for (size_t k = 0; k < rows.size(); k++) {
+		task_no_[rows[k].task ? rows[k].task->pid : 0] = k + 1;
+		if (rows[k].task)
+			max_cpu = std::max(max_cpu, rows[k].task->cpu);
+	}
+	for (const auto &i : t.iters)
+		if (task_no_.count(i.pid))
+			max_cpu = std::max(max_cpu, i.cpu);
+	ncpu_ = std::max(1, max_cpu + 1);
+}
+
+int PrvRecords::cpu_of(int pid, int cpu) const
+{
+	if (cpu < 0)
+		if (const TaskInfo *ti = t_.task(pid))
+			cpu = ti->cpu;
+	return cpu < 0 ? 0 : cpu + 1; // Paraver CPUs count from 1, 0: unknown
+}
+
+void PrvRecords::state(int pid, int cpu, uint64_t b, uint64_t e, int st)
+{
+	if (e > b)
+		recs_.push_back({b - o_, fmt::format("1:{}:1:{}:1:{}:{}:{}", cpu_of(pid, cpu),
+						     task_no_[pid], b - o_, e - o_, st)});
+}
+
+void PrvRecords::event(int pid, int cpu, uint64_t at, uint64_t type, uint64_t v)
+{
+	recs_.push_back({at - o_, fmt::format("2:{}:1:{}:1:{}:{}:{}", cpu_of(pid, cpu),
+					      task_no_[pid], at - o_, type, v)});
+}
+
+std::string PrvRecords::text()
+{
+	std::stable_sort(recs_.begin(), recs_.end(),
+			 [](const Rec &a, const Rec &b) { return a.at < b.at; });
+	std::string s;
+	for (const auto &r : recs_)
+		s += r.line + "\n";
+	return s;
+}
+
+// The .prv's header: the date, the span, the CPUs and the tasks.
+std::string prv_header(const Trace &t, size_t ntasks, int ncpu, uint64_t o)
+{
 	std::time_t wall = static_cast<std::time_t>(t.start_unix_s);
 	std::tm tm{};
 	gmtime_r(&wall, &tm);
 	char date[32];
 	std::strftime(date, sizeof date, "%d/%m/%y at %H:%M", &tm);
 	std::string appl;
-	for (size_t k = 0; k < rows.size(); k++)
+	for (size_t k = 0; k < ntasks; k++)
 		appl += (k ? "," : "") + std::string("1:1");
-	out.prv = fmt::format("#Paraver ({}):{}_ns:1({}):1:{}({})\n", date, t.last_ns() - o, ncpu,
-			      rows.size(), appl);
-	for (const auto &r : recs)
-		out.prv += r.line + "\n";
+	return fmt::format("#Paraver ({}):{}_ns:1({}):1:{}({})\n", date, t.last_ns() - o, ncpu,
+			   ntasks, appl);
+}
 
-	out.pcf = "DEFAULT_OPTIONS\n\n"
-		  "LEVEL               THREAD\n"
-		  "UNITS               NANOSEC\n"
-		  "LOOK_BACK           100\n"
-		  "SPEED               1\n"
-		  "FLAG_ICONS          ENABLED\n"
-		  "NUM_OF_STATE_COLORS 1000\n"
-		  "YMAX_SCALE          37\n\n\n"
-		  "DEFAULT_SEMANTIC\n\n"
-		  "THREAD_FUNC          State As Is\n\n\n"
-		  "STATES\n"
-		  "0    Idle\n"
-		  "1    Running (compute phase)\n"
-		  "2    Not created\n"
-		  "3    Waiting a message (wait phase)\n\n\n"
-		  "STATES_COLOR\n"
-		  "0    {117,195,255}\n"
-		  "1    {48,48,48}\n"
-		  "2    {255,255,255}\n"
-		  "3    {208,208,208}\n\n\n";
-	out.pcf += fmt::format("EVENT_TYPE\n0    {}    SCHED_HPC priority (applied)\nVALUES\n",
-			       kPrvPriority);
+// The .pcf: the states' and events' names.
+std::string prv_pcf()
+{
+	std::string pcf = "DEFAULT_OPTIONS\n\n"
+			  "LEVEL               THREAD\n"
+			  "UNITS               NANOSEC\n"
+			  "LOOK_BACK           100\n"
+			  "SPEED               1\n"
+			  "FLAG_ICONS          ENABLED\n"
+			  "NUM_OF_STATE_COLORS 1000\n"
+			  "YMAX_SCALE          37\n\n\n"
+			  "DEFAULT_SEMANTIC\n\n"
+			  "THREAD_FUNC          State As Is\n\n\n"
+			  "STATES\n"
+			  "0    Idle\n"
+			  "1    Running (compute phase)\n"
+			  "2    Not created\n"
+			  "3    Waiting a message (wait phase)\n\n\n"
+			  "STATES_COLOR\n"
+			  "0    {117,195,255}\n"
+			  "1    {48,48,48}\n"
+			  "2    {255,255,255}\n"
+			  "3    {208,208,208}\n\n\n";
+	pcf += fmt::format("EVENT_TYPE\n0    {}    SCHED_HPC priority (applied)\nVALUES\n",
+			   kPrvPriority);
 	static const char *const kPrioName[] = {
 		"", "1 (background)", "2 (low)", "3 (low)", "4 (normal)", "5 (high)", "6 (high)"};
 	for (int p = 1; p <= 6; p++)
-		out.pcf += fmt::format("{}      {}\n", p, kPrioName[p]);
-	out.pcf += fmt::format("\n\nEVENT_TYPE\n0    {}    Utilisation of the last iteration "
-			       "(0.01 %)\n\n\n",
-			       kPrvUtilisation);
-	out.pcf += fmt::format("EVENT_TYPE\n0    {}    Iterations closed\n", kPrvIteration);
+		pcf += fmt::format("{}      {}\n", p, kPrioName[p]);
+	pcf += fmt::format("\n\nEVENT_TYPE\n0    {}    Utilisation of the last iteration "
+			   "(0.01 %)\n\n\n",
+			   kPrvUtilisation);
+	pcf += fmt::format("EVENT_TYPE\n0    {}    Iterations closed\n", kPrvIteration);
+	return pcf;
+}
 
-	out.row = fmt::format("LEVEL CPU SIZE {}\n", ncpu);
+// The .row: the names of the CPUs, the node and the tasks.
+std::string prv_row(const Trace &t, const std::vector<TaskSummary> &rows, int ncpu)
+{
+	std::string row = fmt::format("LEVEL CPU SIZE {}\n", ncpu);
 	for (int c = 0; c < ncpu; c++)
-		out.row += fmt::format("CPU {}\n", c);
-	out.row += fmt::format("\nLEVEL NODE SIZE 1\n{}\n", t.host.empty() ? "node" : t.host);
-	out.row += fmt::format("\nLEVEL THREAD SIZE {}\n", rows.size());
+		row += fmt::format("CPU {}\n", c);
+	row += fmt::format("\nLEVEL NODE SIZE 1\n{}\n", t.host.empty() ? "node" : t.host);
+	row += fmt::format("\nLEVEL THREAD SIZE {}\n", rows.size());
 	for (const auto &s : rows)
-		out.row += task_title(s) + "\n";
+		row += task_title(s) + "\n";
+	return row;
+}
+
+} // namespace
+
+Paraver to_paraver(const Trace &t)
+{
+	const uint64_t o = origin(t);
+	auto rows = summarize(t);
+	PrvRecords recs(t, rows, o);
+	for (const auto &s : rows) {
+		// The priority each task starts with, at its first event.
+		if (!s.task || s.prios.empty() || !s.prios.front())
+			continue;
+		recs.event(s.task->pid, -1, s.first_ns, kPrvPriority, s.prios.front());
+	}
+	for (const auto &i : t.iters) {
+		if (!recs.has(i.pid))
+			continue;
+		recs.state(i.pid, i.cpu, i.start_ns(), i.compute_end_ns(), 1);
+		recs.state(i.pid, i.cpu, i.compute_end_ns(), i.end_ns, 3);
+		recs.event(i.pid, i.cpu, i.end_ns, kPrvPriority, i.prio);
+		recs.event(i.pid, i.cpu, i.end_ns, kPrvUtilisation, i.util);
+		recs.event(i.pid, i.cpu, i.end_ns, kPrvIteration,
+			   i.iteration ? i.iteration : static_cast<uint64_t>(0));
+	}
+	for (const auto &p : t.prios)
+		if (recs.has(p.pid))
+			recs.event(p.pid, -1, p.at_ns, kPrvPriority, p.prio);
+	Paraver out;
+	out.prv = prv_header(t, rows.size(), recs.ncpu(), o) + recs.text();
+	out.pcf = prv_pcf();
+	out.row = prv_row(t, rows, recs.ncpu());
 	return out;
 }
 
