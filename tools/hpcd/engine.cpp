@@ -24,7 +24,7 @@ std::optional<Mode> parse_mode(const std::string &name)
 // `permille` of `period_us`, at least CFS's smallest quota.
 static int64_t share_of(uint32_t period_us, uint32_t permille)
 {
-	const int64_t quota = static_cast<int64_t>(period_us) * permille / HPC_SMT_SCALE;
+	const auto quota = static_cast<int64_t>(hpc_smt_budget(period_us, permille));
 	return std::max(quota, kMinQuotaUs);
 }
 
@@ -34,9 +34,7 @@ Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_bus
 	dilation = std::max(1u, dilation);
 	Quota q;
 	const uint64_t period = static_cast<uint64_t>(period_us) * dilation;
-	uint32_t speed = HPC_SMT_SCALE;
-	if (has_sib && sib_busy)
-		speed = hpc_smt_speed(own_prio, sib_prio, true);
+	const uint32_t speed = hpc_smt_emul_share(own_prio, sib_prio, has_sib && sib_busy);
 	if (speed >= HPC_SMT_SCALE && dilation == 1) {
 		q.period_us = period_us;
 		q.quota_us = -1;
@@ -284,12 +282,20 @@ void Engine::place_weight(const std::vector<Task *> &a)
 		a[k]->cpu = cpus[best[k]];
 }
 
+// The context sharing an emulated core with `ctx` (the core's pairing rule,
+// hpc_ctx_sibling(): contexts are never hardware threads here); -1: none.
+int Engine::sibling_ctx(int ctx)
+{
+	return ctx < 0 ? -1 : hpc_ctx_sibling(ctx, -1, true);
+}
+
 Task *Engine::sibling(const Task &t)
 {
-	if (t.ctx < 0)
+	const int ctx = sibling_ctx(t.ctx);
+	if (ctx < 0)
 		return nullptr;
 	for (auto &[pid, o] : tasks)
-		if (o.ctx == (t.ctx ^ 1))
+		if (o.ctx == ctx)
 			return &o;
 	return nullptr;
 }
@@ -306,15 +312,17 @@ bool Engine::one_per_thread()
 	return real_smt && active().size() <= cpus.size();
 }
 
-// The other hardware thread of `cpu`'s core (cpus[2k] and cpus[2k+1]); -1:
+// The other hardware thread of `cpu`'s core: cpus[2k] and cpus[2k+1] (hwloc
+// lists a core's threads together; hpc_ctx_sibling() on their indices); -1:
 // none, or not one of ours.
 int Engine::other_thread(int cpu) const
 {
 	auto it = std::find(cpus.begin(), cpus.end(), cpu);
 	if (cpu < 0 || it == cpus.end())
 		return -1;
-	const size_t other = static_cast<size_t>(it - cpus.begin()) ^ 1;
-	return other < cpus.size() ? cpus[other] : -1;
+	const int k = static_cast<int>(it - cpus.begin());
+	const int other = hpc_ctx_sibling(k, -1, static_cast<size_t>(k ^ 1) < cpus.size());
+	return other < 0 ? -1 : cpus[static_cast<size_t>(other)];
 }
 
 Task *Engine::thread_sibling(const Task &t, bool one_per_thread)
@@ -328,10 +336,11 @@ Task *Engine::thread_sibling(const Task &t, bool one_per_thread)
 	return nullptr;
 }
 
+// The priority to apply: the core's (hpc_task_next_prio(), called by plan(),
+// keeps a fixed one in t.t.prio, where the sibling sees it); every task at
+// normal in the baseline.
 uint32_t Engine::applied_prio(const Task &t) const
 {
-	if (t.static_prio)
-		return t.static_prio;
 	return s.balance ? t.t.prio : hpc_clamp_normal(s.params);
 }
 
@@ -351,23 +360,50 @@ bool Engine::wakeup(int pid, uint64_t now)
 	Task *t = find(pid);
 	if (!t)
 		return false;
-	Task *sib = sibling(*t);
-	int peer = sib ? hpc_peer_class(&sib->t, now, t->t.seg_start, &s.params) : HPC_CLASS_NONE;
-	if (!hpc_task_wakeup(&t->t, now, &s.params, peer))
+	const Task *sib = sibling(*t);
+	if (!hpc_on_wakeup(&t->t, now, &s.params, sib ? &sib->t : nullptr, t->static_prio))
 		return false;
 	closed(*t, now);
-	// A sibling on the critical path that computed through this whole
-	// iteration is judged now (what the kernel does from the next tick);
-	// its own iteration stays open. Not a sibling the monitor reports on:
-	// every record of the monitor is a closed iteration (its waits are at
-	// least min_wait) that judges it anyway, and records of one barrier
-	// arrive in any order. Only if it has been silent for two of our
-	// iterations (its waits stay below min_wait) does the core judge it here.
-	const uint64_t len = t->t.last_run + t->t.last_wait;
-	const bool reports = sib && sib->monitored && sib->last_record_ns + 2 * len >= now;
-	if (sib && !reports)
-		hpc_task_sibling_judge(&sib->t, now, &s.params, &t->t);
 	return true;
+}
+
+// The period's tick, as the kernel's scheduler tick: the core judges a task
+// on the critical path, which never waits, once its sibling closed an
+// iteration it computed through (hpc_on_tick()). Not a task the monitor
+// reports on: each of its records is a closed iteration (its waits are at
+// least min_wait) that judges it, and a record arrives after the time it
+// tells of. Only once it has been silent for two of its sibling's
+// iterations (its waits stay below min_wait) is it judged here.
+bool Engine::tick(uint64_t now)
+{
+	const auto ctxs = by_ctx();
+	bool any = false;
+	for (auto &[pid, t] : tasks) {
+		const Task *o = at_ctx(ctxs, sibling_ctx(t.ctx));
+		if (t.launcher || !o)
+			continue;
+		const hpc_task &sib = o->t;
+		if (t.monitored && t.last_record_ns + 2 * (sib.last_run + sib.last_wait) >= now)
+			continue;
+		any |= hpc_on_tick(&t.t, now, &s.params, &sib, t.static_prio) != 0;
+	}
+	return any;
+}
+
+// Each context's task: the first in pid order, as sibling() finds it. The
+// contexts are 0..n-1 (place()): a vector, cheap to build every period.
+std::vector<Task *> Engine::by_ctx()
+{
+	std::vector<Task *> v(tasks.size(), nullptr);
+	for (auto &[pid, t] : tasks)
+		if (t.ctx >= 0 && static_cast<size_t>(t.ctx) < v.size() && !v[t.ctx])
+			v[t.ctx] = &t;
+	return v;
+}
+
+Task *Engine::at_ctx(const std::vector<Task *> &v, int ctx)
+{
+	return ctx >= 0 && static_cast<size_t>(ctx) < v.size() ? v[ctx] : nullptr;
 }
 
 static uint64_t sleep_of(const hpcmon_record &r)
@@ -407,8 +443,10 @@ bool Engine::apply_records(Task *x, Task *y)
 	for (Task *t : {x, y}) {
 		if (!t || !t->pending)
 			continue;
+		// A record tells of the past: its sleep may come before the
+		// last tick, which takes back what it folded after it.
 		const hpcmon_record &r = *t->pending;
-		uint64_t s = std::max<uint64_t>(sleep_of(r), t->t.seg_start);
+		uint64_t s = std::max<uint64_t>(sleep_of(r), t->t.iter_start);
 		ev.push_back({s, false, t});
 		ev.push_back({std::max<uint64_t>(r.end_ns, s), true, t});
 		// Until an iteration closes (a short wait ends none); a record
@@ -487,7 +525,7 @@ void Engine::closed(Task &t, uint64_t)
 void Engine::params_changed()
 {
 	for (auto &[pid, t] : tasks)
-		hpc_task_clamp_prio(&t.t, &s.params);
+		hpc_task_next_prio(&t.t, &s.params, t.static_prio);
 }
 
 void Engine::plan()
@@ -497,10 +535,10 @@ void Engine::plan()
 	// Each task's sibling, found through an index built once: the same
 	// tasks as sibling() and thread_sibling() find (the first in pid
 	// order), without a search per task.
-	std::unordered_map<int, Task *> by_ctx, by_cpu;
+	const auto ctxs = by_ctx();
+	std::unordered_map<int, Task *> by_cpu;
 	for (auto &[pid, t] : tasks) {
-		if (t.ctx >= 0)
-			by_ctx.try_emplace(t.ctx, &t);
+		hpc_task_next_prio(&t.t, &s.params, t.static_prio);
 		if (!t.launcher && t.cpu >= 0)
 			by_cpu.try_emplace(t.cpu, &t);
 	}
@@ -520,7 +558,7 @@ void Engine::plan()
 				      : Quota{-1, s.period_us};
 			continue;
 		}
-		Task *sib = t.ctx >= 0 ? find(by_ctx, t.ctx ^ 1) : nullptr;
+		Task *sib = at_ctx(ctxs, sibling_ctx(t.ctx));
 		t.quota = smt_quota(applied_prio(t), sib ? applied_prio(*sib) : 0, sib != nullptr,
 				    sib && (sib->live_runnable || s.waits == Waits::Poll),
 				    s.period_us, dil);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "wakefilter.hpp"
@@ -160,6 +161,8 @@ public:
 	void place();
 	Task *find(int pid);
 	Task *sibling(const Task &t);
+	// The context sharing an emulated core with `ctx`; -1: none.
+	static int sibling_ctx(int ctx);
 	// Weight mode on real SMT: the task on the other hardware thread of
 	// t's core (nullptr: none, or not pinned).
 	Task *thread_sibling(const Task &t);
@@ -179,6 +182,8 @@ public:
 	// Policy core events. wakeup/record return true if an iteration closed.
 	void sleep(int pid, uint64_t now);
 	bool wakeup(int pid, uint64_t now);
+	// The period's tick: true if the core judged a task (hpc_on_tick()).
+	bool tick(uint64_t now);
 	// A record of a rank whose sibling has not reported the same barrier yet
 	// is held (until the sibling's arrives, or flush()): the two are then
 	// applied in time order, so each side sees the other's wait, as the
@@ -206,6 +211,8 @@ private:
 	bool one_per_thread();
 	Task *thread_sibling(const Task &t, bool one_per_thread);
 	int other_thread(int cpu) const;
+	std::vector<Task *> by_ctx();
+	static Task *at_ctx(const std::vector<Task *> &v, int ctx);
 	bool apply_records(Task *x, Task *y);
 	uint64_t seq_ = 0;
 	std::map<std::string, uint64_t> job_seq_;

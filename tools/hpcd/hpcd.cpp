@@ -723,6 +723,9 @@ void Daemon::sample()
 	// A held record whose sibling's never came (its wait stayed below
 	// min_wait): apply it alone.
 	changed_ |= e.flush(mono_ns(), 20 * 1000000ull);
+	// The period's tick, after every event up to now: the core judges the
+	// task on the critical path, which never waits (hpc_on_tick()).
+	changed_ |= e.tick(mono_ns());
 	log_records();
 	// Nothing happened in this period (no event, no record, no state
 	// change): nothing to plan, unless the last plan is 50 ms old.

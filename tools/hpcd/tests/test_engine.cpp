@@ -172,14 +172,19 @@ TEST(Engine, RecordsDriveThePolicyCore)
 TEST(Engine, SilentCriticalPathJudgedBySibling)
 {
 	// A task without the monitor (/proc events) that never sleeps is
-	// judged when its sibling closes an iteration (hpc_task_sibling_judge):
-	// busy (100 %) next to a low sibling, one step up; nothing closes.
+	// judged at the tick after its sibling closed an iteration
+	// (hpc_on_tick): busy (100 %) next to a low sibling, one step up;
+	// nothing closes.
 	Engine e;
 	e.s.mode = Mode::SmtEmul;
 	e.add(1, "busy", "d", -1, 0);
 	e.add(2, "light", "d", -1, 0);
 	e.sleep(2, 250 * ms);
+	EXPECT_FALSE(e.tick(500 * ms)); // nothing closed yet
 	EXPECT_TRUE(e.wakeup(2, 1000 * ms));
+	EXPECT_EQ(e.find(1)->t.nr_judged, 0u); // at the tick, not the wake-up
+	EXPECT_TRUE(e.tick(1002 * ms));
+	EXPECT_FALSE(e.tick(1004 * ms)); // once per sibling iteration
 	EXPECT_EQ(e.find(1)->t.nr_iter, 0u);
 	EXPECT_EQ(e.find(1)->t.nr_judged, 1u);
 	EXPECT_EQ(e.find(1)->t.heur_util, 10000u);
@@ -194,10 +199,12 @@ TEST(Engine, SilentCriticalPathJudgedBySibling)
 	m.flush(30 * ms, 20 * ms);       // it did not
 	EXPECT_FALSE(m.find(2)->pending);
 	EXPECT_EQ(m.find(2)->t.nr_iter, 1u);
-	EXPECT_EQ(m.find(1)->t.nr_judged, 0u); // it may still report
+	EXPECT_FALSE(m.tick(1002 * ms)); // r0 may still report
+	EXPECT_EQ(m.find(1)->t.nr_judged, 0u);
 	m.record(rec(2, 1, 1, 250 * ms, 750 * ms, 2000 * ms));
 	m.record(rec(2, 1, 2, 250 * ms, 750 * ms, 3000 * ms)); // applies the held one
 	m.flush(100 * ms, 20 * ms);
+	EXPECT_TRUE(m.tick(3002 * ms)); // silent for 3 of r1's iterations
 	EXPECT_EQ(m.find(2)->t.nr_iter, 3u);
 	EXPECT_EQ(m.find(1)->t.nr_iter, 0u);
 	EXPECT_EQ(m.find(1)->t.nr_judged, 1u);

@@ -269,9 +269,10 @@ TEST(IterationLog, ControlRequests)
 TEST(IterationLog, PriorityBeforeAnEarlierIterationIsARecordReportReads)
 {
 	// The light rank reports every 100 ms; the heavy one computes through
-	// three of them. The light one's third record, held 20 ms for the
-	// heavy one's, closes its iteration alone at 325 ms and the core judges
-	// the heavy rank, silent for two iterations (Adaptive raises it): a
+	// three of them. The tick judges the heavy rank once it has been
+	// silent for two of the light one's iterations: at 225 ms, and at
+	// 325 ms, after the light one's third record, held 20 ms for the heavy
+	// one's, closed its iteration alone (Adaptive raises it each time): a
 	// priority change stamped 325 ms. The heavy rank's record then arrives:
 	// its iteration ended at 310 ms, before that stamp; it is held for the
 	// sibling's next record and applied 20 ms later.
@@ -288,12 +289,14 @@ TEST(IterationLog, PriorityBeforeAnEarlierIterationIsARecordReportReads)
 		for (auto &ev : log.scan(e, now))
 			evs.push_back(ev);
 	};
-	// hpcd's loop: records as they arrive, held ones applied after 20 ms.
+	// hpcd's loop: records as they arrive, held ones applied after 20 ms,
+	// then the period's tick.
 	for (uint64_t i = 0; i < 3; i++) {
 		const uint64_t end = (i + 1) * 100 * ms;
 		e.record(rec(20, 2, i, 25 * ms, 75 * ms, end), end + 2 * ms);
 		take(end + 2 * ms);
 		e.flush(end + 25 * ms, 20 * ms);
+		e.tick(end + 25 * ms);
 		take(end + 25 * ms);
 	}
 	e.record(rec(10, 1, 0, 309800000, 200000, 310 * ms), 330 * ms);
