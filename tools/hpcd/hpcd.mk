@@ -13,7 +13,7 @@ CHECK_SUITES += hpcd install
 .PHONY: hpcd check-hpcd check-install hpcd-metbench
 
 hpcd: deps-userspace $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin
+	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin hpcd-threads
 
 # libhpcmon and MetBench: the launcher tests and metbench-3ways.sh run them.
 check-hpcd: hpcd

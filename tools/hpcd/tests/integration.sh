@@ -666,7 +666,9 @@ kill $a $hp 2>/dev/null; wait $hp 2>/dev/null
 # Many tasks that exit at once (more than one look at the exit set holds):
 # each is released, and hpcd, idle, exits.
 many=()
-for i in $(seq 80); do "$spin" 2 5 45 >/dev/null & many+=(--pid $!); pids+=($!); done
+# (5 s each: on a loaded machine, starting 80 processes and hpcd takes
+# seconds, and a task gone before hpcd starts is an error: "no process".)
+for i in $(seq 80); do "$spin" 5 5 45 >/dev/null & many+=(--pid $!); pids+=($!); done
 "$hpcd" --exit-when-idle "${many[@]}" 2>"$work/hpcd-many.log" &
 hp=$!; pids+=($hp)
 wait_for 20 '! kill -0 '$hp' 2>/dev/null'
