@@ -37,18 +37,18 @@ all: build
 help:
 	@sed -n '3,9p' Makefile
 
-# The Debian packages (tools/deps.txt): 'make deps' installs every group;
+# The Debian packages (tools/build/deps.txt): 'make deps' installs every group;
 # each target installs the groups it needs (deps-userspace, deps-bpf,
-# deps-kernel, deps-ppc, deps-mpich; tools/deps.sh --groups).
+# deps-kernel, deps-ppc, deps-mpich; tools/build/deps.sh --groups).
 DEPS_GROUPS := userspace bpf kernel ppc mpich
 DEPS_TARGETS := $(addprefix deps-,$(DEPS_GROUPS))
 .PHONY: $(DEPS_TARGETS)
 
 deps:
-	@tools/deps.sh
+	@tools/build/deps.sh
 
 $(DEPS_TARGETS): deps-%:
-	@tools/deps.sh $*
+	@tools/build/deps.sh $*
 
 $(BUILD)/CMakeCache.txt: CMakeLists.txt | deps-userspace
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) -DHPCSCHED_WERROR=$(WERROR) -DHPCD_BPF=ON \
@@ -59,14 +59,14 @@ build: deps-userspace $(BUILD)/CMakeCache.txt
 		cmake -DHPCSCHED_WERROR=$(WERROR) $(BUILD) > /dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-include tools/userspace.mk
+include tools/build/userspace.mk
 -include tools/hpcd/hpcd.mk
--include tools/kbuild/kernel.mk
+-include tools/build/kbuild/kernel.mk
 -include sched_ext/scx.mk
 -include bench/metbench/metbench.mk
--include tools/mpich.mk
+-include tools/build/mpich.mk
 -include bench/bench.mk
--include tools/kbuild/ppc.mk
+-include tools/build/kbuild/ppc.mk
 -include tools/hpclb/hpclb.mk
 -include bench/repro/repro.mk
 -include tests/tests.mk
@@ -101,7 +101,7 @@ install: hpcd
 
 # The package groups and which target installs which (make -n only).
 check-deps:
-	@tests/run-suite deps -- tools/deps-test.sh
+	@tests/run-suite deps -- tools/build/deps-test.sh
 
 clean:
 	rm -rf $(BUILD)

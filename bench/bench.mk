@@ -13,7 +13,7 @@
 #                 are to the tasks' own (bench-hpcd-scale, bench/hpcd-scale.sh;
 #                 ~4 min);
 #                 then libhpclb's methods (bench-hpclb, tools/hpclb/hpclb.mk);
-#                 then Open MPI beside MPICH (bench-mpich, tools/mpich.mk);
+#                 then Open MPI beside MPICH (bench-mpich, tools/build/mpich.mk);
 #                 then scx_hpc beside scx_simple in the QEMU guest, and wake-up
 #                 latency, hackbench and shares of normal, SCHED_HPC and
 #                 SCHED_EXT tasks (bench-scx:

@@ -8,7 +8,7 @@
 #   make check-metbench check-hpcmon
 #
 # Built and run with Open MPI by name (mpicc.openmpi, mpirun.openmpi), whatever
-# Debian's mpi alternatives say; the MPICH build is tools/mpich.mk.
+# Debian's mpi alternatives say; the MPICH build is tools/build/mpich.mk.
 
 METBENCH_DIR   := $(BUILD)/bench/metbench
 HPCMON_DIR     := $(BUILD)/tools/hpcmon

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The package groups of tools/deps.txt and which make targets install which
+# The package groups of tools/build/deps.txt and which make targets install which
 # (make -n: nothing is installed or built). TAP output.
-# usage: tools/deps-test.sh   (from the top of the tree)
+# usage: tools/build/deps-test.sh   (from the top of the tree)
 set -u
-deps=tools/deps.sh
-# shellcheck source=../tests/tap.sh
+deps=tools/build/deps.sh
+# shellcheck source=../../tests/tap.sh
 . tests/tap.sh
 work=$(mktemp -d /tmp/deps-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -28,12 +28,12 @@ check "ppc: the cross compiler and qemu-system-ppc, base too" bash -c \
 	"\"$deps\" --list ppc | grep -qx gcc-powerpc64le-linux-gnu && \"$deps\" --list ppc | grep -qx qemu-system-ppc && \"$deps\" --list ppc | grep -qx build-essential"
 "$deps" wobble >"$work/o" 2>&1; rc=$?
 check "an unknown group: exit 2, named, nothing installed" bash -c "[ $rc -eq 2 ] && grep -q \"unknown group 'wobble'\" '$work/o'"
-mkdir "$work/t" && cp "$deps" "$work/t/" && { echo stray-pkg; cat tools/deps.txt; } >"$work/t/deps.txt"
+mkdir "$work/t" && cp "$deps" "$work/t/" && { echo stray-pkg; cat tools/build/deps.txt; } >"$work/t/deps.txt"
 "$work/t/deps.sh" --list >"$work/o" 2>&1; rc=$?
 check "a package before any group: refused, named" bash -c "[ $rc -ne 0 ] && grep -q 'stray-pkg is in no group' '$work/o'"
 
 # Which groups a target installs (make -n prints the commands).
-groups_of() { make -n "$1" 2>/dev/null | grep -o 'tools/deps.sh[a-z -]*' | sed 's/tools\/deps.sh//; s/^ //' | sort -u | tr '\n' ',' | sed 's/^,/all,/; s/,$//'; }
+groups_of() { make -n "$1" 2>/dev/null | grep -o 'tools/build/deps.sh[a-z -]*' | sed 's/tools\/deps.sh//; s/^ //' | sort -u | tr '\n' ',' | sed 's/^,/all,/; s/,$//'; }
 for t in build run hpcd check-hpcd install metbench hpclb; do
 	g=$(groups_of $t)
 	check "make $t installs the userspace group only ($g)" test "$g" = userspace
@@ -48,8 +48,8 @@ g=$(groups_of mpich)
 check "make mpich: userspace and mpich ($g)" test "$g" = "mpich,userspace"
 g=$(groups_of check-scx-host)
 check "make check-scx-host: bpf, kernel and userspace (hpcctl for the loader's checks) ($g)" test "$g" = "bpf,kernel,userspace"
-g=$(make -n deps 2>/dev/null | grep -o 'tools/deps.sh.*')
-check "make deps: every group ($g)" test "$g" = "tools/deps.sh"
-check "make check: every group first" bash -c "make -n check 2>/dev/null | grep -m1 'tools/deps.sh' | grep -qx 'tools/deps.sh'"
+g=$(make -n deps 2>/dev/null | grep -o 'tools/build/deps.sh.*')
+check "make deps: every group ($g)" test "$g" = "tools/build/deps.sh"
+check "make check: every group first" bash -c "make -n check 2>/dev/null | grep -m1 'tools/build/deps.sh' | grep -qx 'tools/build/deps.sh'"
 
 tap_end

@@ -1,5 +1,5 @@
 # Kernel build and QEMU guest tests (included by the top-level Makefile).
-# See tools/kbuild/README.md.
+# See tools/build/kbuild/README.md.
 #
 #   make kernel          pristine 6.12 + patches/*.patch -> build-kernel/bzImage
 #   make kernel-dev      rebuild build-kernel/src as it is (no patch sync)
@@ -12,7 +12,7 @@
 #   make guest-selftest  boot the harness self-test cases (tests/guest/testdata)
 # Options: KSRC=/path/to/linux-6.12.y (your own tree), GUEST_TIMEOUT=secs.
 
-KBUILD_DIR := tools/kbuild
+KBUILD_DIR := tools/build/kbuild
 GUEST_DIR  := tests/guest
 SMP        ?= 2
 CASES      ?=

@@ -1,6 +1,6 @@
 # The POWER backend's test kernel and guest (included by the top-level
 # Makefile): the same series cross-built for ppc64le (pseries, POWER9) and
-# booted under qemu-system-ppc64 (TCG). See tools/kbuild/README.md.
+# booted under qemu-system-ppc64 (TCG). See tools/build/kbuild/README.md.
 #
 #   make kernel-ppc        build-kernel/ppc64le/vmlinux.ppc64le
 #   make guest-initrd-ppc  build-kernel/ppc64le/initrd.gz from tests/guest/ppc-cases

@@ -1,8 +1,8 @@
-# Common settings for tools/kbuild/* scripts (sourced, not executed).
+# Common settings for tools/build/kbuild/* scripts (sourced, not executed).
 # Paths are derived from this file's location, never hard-coded.
 
 KB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-TOP=$(cd "$KB_DIR/../.." && pwd)
+TOP=$(cd "$KB_DIR/../../.." && pwd)
 # KARCH picks the test kernel: x86_64 (default; build-kernel/) or ppc64le
 # (the POWER backend, cross-built; build-kernel/ppc64le/, its own tree).
 KARCH=${KARCH:-x86_64}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install, idempotently, the Debian packages tools/deps.txt lists for base
+# Install, idempotently, the Debian packages tools/build/deps.txt lists for base
 # and the GROUPs given (none: every group).
 #
 # usage: deps.sh [GROUP...]          install what is missing (root)
