@@ -254,12 +254,20 @@ static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc)
 	bpf_spin_unlock(&s->lock);
 }
 
+_Static_assert(!(SCX_HPC_MAX_CPUS & (SCX_HPC_MAX_CPUS - 1)),
+	       "SCX_HPC_MAX_CPUS masks an index: a power of two");
+
 /* The CPU sharing @cpu's emulated core, -1 if none. */
 static s32 sibling_of(s32 cpu)
 {
-	if (cpu < 0 || cpu >= SCX_HPC_MAX_CPUS || cpu >= nr_cpus)
+	u32 i = cpu;
+
+	if (i >= nr_cpus || i >= SCX_HPC_MAX_CPUS)
 		return -1;
-	return cpu_sibling[cpu];
+	/* the compiler must not drop the mask (it knows i < 64) nor move
+	 * the access above the check: the verifier needs the bound here */
+	barrier_var(i);
+	return cpu_sibling[i & (SCX_HPC_MAX_CPUS - 1)];
 }
 
 /* Copy the sibling's snapshot into @out; false if it has none (or is @self). */
@@ -472,38 +480,53 @@ static u64 core_load(s32 cpu)
 	       (sib >= 0 ? cpu_load(sib, get_cpu(sib)) : 0);
 }
 
-/* Above any emulated core's count: the CPU's own load decides first. */
-#define SCX_HPC_CORE_SHIFT	34
+/* Is @cpu a CPU @p may be placed on now? */
+static struct scx_hpc_cpu *place_ok(struct task_struct *p, s32 cpu)
+{
+	struct scx_hpc_cpu *c;
 
+	if (cpu < 0 || cpu >= nr_cpus || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return NULL;
+	c = get_cpu(cpu);
+	return c && c->online ? c : NULL;
+}
+
+/* The policy core's placement (hpc_place_better(), hpc_wake_stays()). */
 s32 BPF_STRUCT_OPS(hpc_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
-	s32 best = prev_cpu;
-	u64 best_load = -1ULL;
-	s32 cpu;
+	bool ttwu = wake_flags & SCX_WAKE_TTWU;
+	u32 bn = -1U, bc = -1U, prev_n = 0, n, c;
+	struct scx_hpc_cpu *sc;
+	s32 best = -1, cpu;
 
 	if (p->nr_cpus_allowed == 1)
 		return prev_cpu;
-
+	sc = place_ok(p, prev_cpu);
+	if (sc) {
+		best = prev_cpu;
+		bn = prev_n = cpu_load(prev_cpu, sc);
+		bc = core_load(prev_cpu);
+		if (ttwu && !prev_n)
+			return prev_cpu;
+	}
 	bpf_for(cpu, 0, SCX_HPC_MAX_CPUS) {
-		struct scx_hpc_cpu *c;
-		u64 load;
-
 		if (cpu >= nr_cpus)
 			break;
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		sc = cpu == prev_cpu ? NULL : place_ok(p, cpu);
+		if (!sc)
 			continue;
-		c = get_cpu(cpu);
-		if (!c || !c->online)
-			continue;
-		/* the CPU first, then its emulated core, then prev_cpu wins */
-		load = (cpu_load(cpu, c) << SCX_HPC_CORE_SHIFT) + core_load(cpu);
-		load = load * 2 + (cpu != prev_cpu);
-		if (load < best_load) {
-			best_load = load;
+		n = cpu_load(cpu, sc);
+		c = core_load(cpu);
+		if (hpc_place_better(n, c, bn, bc)) {
 			best = cpu;
+			bn = n;
+			bc = c;
 		}
 	}
+	if (best < 0 || (ttwu && best != prev_cpu && prev_n &&
+			 hpc_wake_stays(prev_n, bn)))
+		return prev_cpu;
 	return best;
 }
 
@@ -553,7 +576,7 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct scx_hpc_params *P = get_params();
 	struct scx_hpc_cpu *c = get_cpu(cpu);
-	s32 i, best = -1;
+	s32 i, best = -1, sib = sibling_of(cpu);
 	s32 most = 0;
 
 	if (!P || !c)
@@ -575,7 +598,7 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 			continue;
 		o = get_cpu(i);
 		/* the sibling's held-back tasks wait for the core's budget */
-		if (!o || (o->throttled && i == sibling_of(cpu)))
+		if (!o || (o->throttled && i == sib))
 			continue;
 		n = scx_bpf_dsq_nr_queued(i);
 		/* a lone waiter of an idle online CPU is about to run there */

@@ -94,6 +94,29 @@ static inline bool hpc_wake_preempts(u64 woken, u64 curr, u64 ran_ns,
 	return ran_ns >= gran && hpc_vtime_before(woken + gran, curr);
 }
 
+/*
+ * Placement of a task that wakes, forks or execs: the allowed CPU with the
+ * fewest SCHED_HPC tasks, then the emulated core with the fewest; where the
+ * task was on a tie. Is a CPU with @n tasks, @c on its core, a better place
+ * than the best so far, with @best_n and @best_c?
+ */
+static inline bool hpc_place_better(u32 n, u32 c, u32 best_n, u32 best_c)
+{
+	return n < best_n || (n == best_n && c < best_c);
+}
+
+/*
+ * A waking task stays on the CPU it ran on, with @prev_n tasks, if none is
+ * there (no CPU has fewer), or if the best other CPU has tasks too
+ * (@best_n) and not two fewer: tasks that wake each other at every message
+ * (a pipe's writer and reader) keep their CPU and cache, and the periodic
+ * balance evens out what is left.
+ */
+static inline bool hpc_wake_stays(u32 prev_n, u32 best_n)
+{
+	return !prev_n || (best_n && best_n + 2 > prev_n);
+}
+
 /* The queue's virtual time never goes back: @least if that is later. */
 static inline u64 hpc_queue_advance(u64 queue_vtime, u64 least)
 {

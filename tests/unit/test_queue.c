@@ -131,6 +131,25 @@ static void frequent_waker_gets_its_share(void **state)
 	(void)state;
 }
 
+/*
+ * Placement: the CPU's own count first, then its core's; a tie is no
+ * improvement (the task stays where it was). A waking task stays on an
+ * empty CPU, and on a busy one unless another has two fewer tasks.
+ */
+static void placement_rule(void **state)
+{
+	assert_true(hpc_place_better(1, 5, 2, 2));
+	assert_true(hpc_place_better(1, 1, 1, 2));
+	assert_false(hpc_place_better(1, 2, 1, 2));
+	assert_false(hpc_place_better(2, 2, 1, 9));
+
+	assert_true(hpc_wake_stays(0, 0));
+	assert_true(hpc_wake_stays(2, 1));	/* one fewer: stay */
+	assert_false(hpc_wake_stays(3, 1));	/* two fewer: go */
+	assert_false(hpc_wake_stays(2, 0));	/* an empty CPU: go */
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +160,7 @@ int main(void)
 		cmocka_unit_test(wake_preempts),
 		cmocka_unit_test(queue_advance),
 		cmocka_unit_test(frequent_waker_gets_its_share),
+		cmocka_unit_test(placement_rule),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

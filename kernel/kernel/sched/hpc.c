@@ -753,14 +753,10 @@ static int balance_hpc(struct rq *rq, struct task_struct *prev,
 }
 
 /*
- * Fork, exec and wakeup: the allowed CPU with the fewest SCHED_HPC tasks,
- * then the emulated core with the fewest; @cpu (where the task was) on a tie.
- * A task that wakes where no other SCHED_HPC task is queued stays there
- * without a scan: no CPU has fewer, and cores are evened out at fork, exec
- * and by the push and pull. A waking task also stays if every allowed CPU
- * has SCHED_HPC tasks and none has two fewer than @cpu: tasks that wake
- * each other at every message (a pipe's writer and reader) then keep their
- * CPU and cache, and the push at the tick evens out what is left.
+ * Fork, exec and wakeup: the policy core's placement (hpc_place_better(),
+ * hpc_wake_stays()). A task that wakes where no other SCHED_HPC task is
+ * queued stays there without a scan: no CPU has fewer, and cores are
+ * evened out at fork, exec and by the push and pull.
  */
 static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 {
@@ -785,14 +781,14 @@ static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 			continue;
 		n = hpc_nr_on(i);
 		c = hpc_nr_core(i);
-		if (n < bn || (n == bn && c < bc)) {
+		if (hpc_place_better(n, c, bn, bc)) {
 			best = i;
 			bn = n;
 			bc = c;
 		}
 	}
-	if (here && best != cpu && (flags & WF_TTWU) && bn &&
-	    bn + 2 > hpc_nr_on(cpu))
+	if (here && best != cpu && (flags & WF_TTWU) &&
+	    hpc_wake_stays(hpc_nr_on(cpu), bn))
 		return cpu;
 	return best >= 0 ? best : cpu;
 }
