@@ -659,31 +659,45 @@ bool check_kernel()
 	return true;
 }
 
-int run(const scx_hpc_params &sp, double duration, bool json, bool quiet, bool when_idle,
-	const std::vector<long> &take_pids, const std::vector<std::string> &take_cgroups)
-{
-	std::vector<uint64_t> cg_ids;
-	if (!check_takes(take_pids, take_cgroups, cg_ids))
-		return EXIT_USAGE;
-	if (!check_kernel())
-		return 1;
-	const bool follow = !take_pids.empty() || !take_cgroups.empty();
+// What the command line asks for.
+struct Cli {
+	std::map<std::string, std::string> knobs; // sysfs name -> value text
+	bool fifo = false, json = false, stats_once = false, dump = false, pinfo = false;
+	bool quiet = false, when_idle = false;
+	double duration = 0;
+	std::vector<std::string> sets, prios;
+	std::string prog_prefix = "hpc_";
+	std::vector<long> take_pids;
+	std::vector<std::string> take_cgroups;
 
+	bool controls() const { return stats_once || dump || !sets.empty() || !prios.empty(); }
+	bool follows() const { return !take_pids.empty() || !take_cgroups.empty(); }
+};
+
+// The possible CPUs, if the BPF program's maps can hold them; else 0.
+int count_cpus()
+{
 	int ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0) {
 		std::fprintf(stderr, "scx_hpc: cannot count the possible CPUs\n");
-		return 1;
+		return 0;
 	}
 	if (ncpus > SCX_HPC_MAX_CPUS) {
 		std::fprintf(stderr, "scx_hpc: %d possible CPUs, at most %d supported\n", ncpus,
 			     SCX_HPC_MAX_CPUS);
-		return 1;
+		return 0;
 	}
+	return ncpus;
+}
 
+// The BPF object, opened and set up for @ncpus CPUs (the core's pairing
+// rule on the topology); the follow programs loaded only if @follow.
+scx_hpc *open_bpf(int ncpus, bool follow)
+{
 	scx_hpc *skel = scx_hpc__open();
 	if (!skel) {
 		std::fprintf(stderr, "scx_hpc: cannot open the BPF object: %s\n", strerror(errno));
-		return 1;
+		return nullptr;
 	}
 	skel->rodata->nr_cpus = ncpus;
 	const std::vector<int> sib = cpu_siblings(ncpus);
@@ -699,133 +713,180 @@ int run(const scx_hpc_params &sp, double duration, bool json, bool quiet, bool w
 	for (bpf_program *p :
 	     {skel->progs.hpc_take_attach, skel->progs.hpc_take_fork, skel->progs.hpc_take_exit})
 		bpf_program__set_autoload(p, follow);
+	return skel;
+}
 
-	if (int err = scx_hpc__load(skel)) {
+// Load @skel, write the parameters @sp and enable the scheduler: its link,
+// or nullptr (said why; @skel destroyed).
+bpf_link *enable(scx_hpc *skel, const scx_hpc_params &sp)
+{
+	const char *what = nullptr;
+	int err = scx_hpc__load(skel);
+	if (err) {
 		std::fprintf(stderr,
 			     "scx_hpc: the kernel rejected the BPF scheduler (%s); the verifier "
 			     "log, if any, is above\n",
 			     strerror(-err));
 		scx_hpc__destroy(skel);
-		return 1;
+		return nullptr;
 	}
 	uint32_t zero = 0;
+	bpf_link *link = nullptr;
 	if (bpf_map__update_elem(skel->maps.params_map, &zero, sizeof(zero), &sp, sizeof(sp),
-				 BPF_ANY)) {
-		std::fprintf(stderr, "scx_hpc: cannot write the parameters: %s\n", strerror(errno));
+				 BPF_ANY))
+		what = "cannot write the parameters";
+	else if (!(link = bpf_map__attach_struct_ops(skel->maps.hpc_ops)))
+		what = "cannot enable the scheduler";
+	if (what) {
+		std::fprintf(stderr, "scx_hpc: %s: %s\n", what, strerror(errno));
 		scx_hpc__destroy(skel);
-		return 1;
 	}
-	bpf_link *link = bpf_map__attach_struct_ops(skel->maps.hpc_ops);
-	if (!link) {
-		std::fprintf(stderr, "scx_hpc: cannot enable the scheduler: %s\n", strerror(errno));
-		scx_hpc__destroy(skel);
-		return 1;
-	}
-	if (!quiet)
-		std::printf("scx_hpc: enabled on %d CPUs (partial: SCHED_EXT tasks only)\n", ncpus);
-	Taken taken;
-	const int qfd = bpf_map__fd(skel->maps.take_events);
-	if (follow) {
-		bool ok = true;
-		for (uint64_t id : cg_ids) {
-			uint8_t one = 1;
-			ok &= !bpf_map__update_elem(skel->maps.take_cgroups, &id, sizeof(id), &one,
-						    sizeof(one), BPF_ANY);
-		}
-		skel->links.hpc_take_attach = bpf_program__attach(skel->progs.hpc_take_attach);
-		skel->links.hpc_take_fork = bpf_program__attach(skel->progs.hpc_take_fork);
-		skel->links.hpc_take_exit = bpf_program__attach(skel->progs.hpc_take_exit);
-		ok &= skel->links.hpc_take_attach && skel->links.hpc_take_fork &&
-		      skel->links.hpc_take_exit;
-		if (!ok) {
-			std::fprintf(stderr,
-				     "scx_hpc: cannot follow the cgroups/process trees: %s\n",
-				     strerror(errno));
-			bpf_link__destroy(link);
-			scx_hpc__destroy(skel);
-			return 1;
-		}
-		int tfd = bpf_map__fd(skel->maps.take_tgids);
-		for (long pid : take_pids)
-			take_tree(pid, taken, tfd);
-		for (auto &cg : take_cgroups)
-			take_cgroup(cg, taken);
-		std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed); following "
-			    "%zu process tree(s), %zu cgroup(s)\n",
-			    taken.switched, taken.failed, take_pids.size(), take_cgroups.size());
-	}
-	std::fflush(stdout);
+	return link;
+}
 
-	int pfd = bpf_map__fd(skel->maps.params_map);
-	int cfd = bpf_map__fd(skel->maps.cpu_ctx);
-	int tfd = bpf_map__fd(skel->maps.task_info);
-	auto t0 = std::chrono::steady_clock::now();
-	while (!exiting && !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
-		Taken before = taken;
-		for (int i = 0; i < 10 && !exiting; i++) {
-			std::this_thread::sleep_for(std::chrono::milliseconds(100));
-			if (follow)
-				drain_take_events(qfd, taken);
-		}
-		// Once a second, the followed cgroups again (a queue that was
-		// full, a task moved back to the fair class).
-		for (auto &cg : take_cgroups)
-			take_cgroup(cg, taken);
-		if (follow && !quiet && taken.switched != before.switched)
-			std::printf("scx_hpc: followed: %d more threads switched (%d in all, %d "
-				    "failed)\n",
-				    taken.switched - before.switched, taken.switched, taken.failed);
-		if (!quiet)
-			print_stats(read_stats(pfd, cfd, tfd, ncpus), json);
-		double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-				    .count();
-		if (duration > 0 && up >= duration)
-			break;
-		// --exit-when-idle: unload once the tasks it scheduled are gone
-		// (or if none came within the first 10 s).
-		if (when_idle) {
-			Stats st = read_stats(pfd, cfd, tfd, ncpus);
-			if (!st.nr_live && (st.nr_tasks || up >= 10)) {
-				if (!quiet)
-					std::printf("scx_hpc: no SCHED_EXT task left: unloading\n");
-				break;
-			}
-		}
+// Follow the process trees and cgroups of @c (their cgroup ids @cg_ids):
+// false if the programs cannot attach.
+bool start_follow(scx_hpc *skel, const Cli &c, const std::vector<uint64_t> &cg_ids, Taken &taken)
+{
+	bool ok = true;
+	for (uint64_t id : cg_ids) {
+		uint8_t one = 1;
+		ok &= !bpf_map__update_elem(skel->maps.take_cgroups, &id, sizeof(id), &one,
+					    sizeof(one), BPF_ANY);
 	}
-	if (follow)
+	skel->links.hpc_take_attach = bpf_program__attach(skel->progs.hpc_take_attach);
+	skel->links.hpc_take_fork = bpf_program__attach(skel->progs.hpc_take_fork);
+	skel->links.hpc_take_exit = bpf_program__attach(skel->progs.hpc_take_exit);
+	ok &= skel->links.hpc_take_attach && skel->links.hpc_take_fork && skel->links.hpc_take_exit;
+	if (!ok) {
+		std::fprintf(stderr, "scx_hpc: cannot follow the cgroups/process trees: %s\n",
+			     strerror(errno));
+		return false;
+	}
+	int tfd = bpf_map__fd(skel->maps.take_tgids);
+	for (long pid : c.take_pids)
+		take_tree(pid, taken, tfd);
+	for (auto &cg : c.take_cgroups)
+		take_cgroup(cg, taken);
+	std::printf("scx_hpc: switched %d threads to SCHED_EXT (%d failed); following "
+		    "%zu process tree(s), %zu cgroup(s)\n",
+		    taken.switched, taken.failed, c.take_pids.size(), c.take_cgroups.size());
+	return true;
+}
+
+// One second of the loaded scheduler: the follow events, the followed
+// cgroups again (a queue that was full, a task moved back to the fair
+// class), the statistics.
+void one_second(scx_hpc *skel, const Cli &c, Taken &taken, unsigned ncpus)
+{
+	const Taken before = taken;
+	for (int i = 0; i < 10 && !exiting; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		if (c.follows())
+			drain_take_events(bpf_map__fd(skel->maps.take_events), taken);
+	}
+	for (auto &cg : c.take_cgroups)
+		take_cgroup(cg, taken);
+	if (c.follows() && !c.quiet && taken.switched != before.switched)
+		std::printf("scx_hpc: followed: %d more threads switched (%d in all, %d "
+			    "failed)\n",
+			    taken.switched - before.switched, taken.switched, taken.failed);
+	if (!c.quiet)
+		print_stats(read_stats(bpf_map__fd(skel->maps.params_map),
+				       bpf_map__fd(skel->maps.cpu_ctx),
+				       bpf_map__fd(skel->maps.task_info), ncpus),
+			    c.json);
+}
+
+// --exit-when-idle: unload once the tasks it scheduled are gone (or if none
+// came within the first 10 s), after @up seconds.
+bool idle_now(scx_hpc *skel, const Cli &c, unsigned ncpus, double up)
+{
+	if (!c.when_idle)
+		return false;
+	Stats st = read_stats(bpf_map__fd(skel->maps.params_map), bpf_map__fd(skel->maps.cpu_ctx),
+			      bpf_map__fd(skel->maps.task_info), ncpus);
+	if (st.nr_live || (!st.nr_tasks && up < 10))
+		return false;
+	if (!c.quiet)
+		std::printf("scx_hpc: no SCHED_EXT task left: unloading\n");
+	return true;
+}
+
+// Until a signal, the scheduler's own exit, --duration or --exit-when-idle.
+void serve(scx_hpc *skel, const Cli &c, Taken &taken, unsigned ncpus)
+{
+	const auto t0 = std::chrono::steady_clock::now();
+	while (!exiting && !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
+		one_second(skel, c, taken, ncpus);
+		const double up =
+			std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+				.count();
+		if ((c.duration > 0 && up >= c.duration) || idle_now(skel, c, ncpus, up))
+			break;
+	}
+	if (c.follows())
 		std::printf("scx_hpc: followed: %d threads switched (%d failed); events: moved "
 			    "into a followed cgroup: %d, forked inside one: %d, forked into a "
 			    "followed tree: %d\n",
 			    taken.switched, taken.failed, taken.events[SCX_HPC_TAKE_CGROUP_MOVE],
 			    taken.events[SCX_HPC_TAKE_CGROUP_FORK],
 			    taken.events[SCX_HPC_TAKE_TREE_FORK]);
-	bpf_link__destroy(link);
-	const scx_hpc_exit &ue = skel->data->uei;
-	int rc = 0;
-	if (ue.kind) {
-		std::fprintf(stderr, "scx_hpc: EXIT: %s", ue.reason);
-		if (ue.msg[0])
-			std::fprintf(stderr, " (%s)", ue.msg);
-		std::fprintf(stderr, " [kind %d, code %lld]\n", ue.kind, (long long)ue.exit_code);
-		/* SCX_EXIT_ERROR and above: the scheduler was kicked out */
-		rc = ue.kind >= 1024 ? 1 : 0;
+}
+
+// Why the scheduler left, if it did on its own: 1 if it was kicked out.
+int exit_status(const scx_hpc_exit &ue)
+{
+	if (!ue.kind)
+		return 0;
+	std::fprintf(stderr, "scx_hpc: EXIT: %s", ue.reason);
+	if (ue.msg[0])
+		std::fprintf(stderr, " (%s)", ue.msg);
+	std::fprintf(stderr, " [kind %d, code %lld]\n", ue.kind, (long long)ue.exit_code);
+	/* SCX_EXIT_ERROR and above: the scheduler was kicked out */
+	return ue.kind >= 1024 ? 1 : 0;
+}
+
+// Load, enable and serve until the end; unload.
+int run(const scx_hpc_params &sp, const Cli &c)
+{
+	std::vector<uint64_t> cg_ids;
+	if (!check_takes(c.take_pids, c.take_cgroups, cg_ids))
+		return EXIT_USAGE;
+	if (!check_kernel())
+		return 1;
+	const int ncpus = count_cpus();
+	scx_hpc *skel = ncpus ? open_bpf(ncpus, c.follows()) : nullptr;
+	bpf_link *link = skel ? enable(skel, sp) : nullptr;
+	if (!link)
+		return 1;
+	if (!c.quiet)
+		std::printf("scx_hpc: enabled on %d CPUs (partial: SCHED_EXT tasks only)\n", ncpus);
+	Taken taken;
+	if (c.follows() && !start_follow(skel, c, cg_ids, taken)) {
+		bpf_link__destroy(link);
+		scx_hpc__destroy(skel);
+		return 1;
 	}
+	std::fflush(stdout);
+	serve(skel, c, taken, static_cast<unsigned>(ncpus));
+	bpf_link__destroy(link);
+	const int rc = exit_status(skel->data->uei);
 	scx_hpc__destroy(skel);
 	return rc;
 }
 
 } // namespace
 
-int main(int argc, char **argv)
+namespace
 {
-	CLI::App app{"scx_hpc: the SCHED_HPC policy as a sched_ext scheduler (partial mode: "
-		     "tasks with policy SCHED_EXT = 7)"};
-	app.set_help_flag("-h,--help", "show this help");
 
-	std::map<std::string, std::string> knobs; // sysfs name -> value text
+// The options, each into @c.
+void add_options(CLI::App &app, Cli &c)
+{
 	auto knob = [&](const char *flag, const char *name, const std::string &help) {
 		app.add_option_function<std::string>(
-			   flag, [&knobs, name](const std::string &v) { knobs[name] = v; }, help)
+			   flag, [&c, name](const std::string &v) { c.knobs[name] = v; }, help)
 			->type_name(std::string(name) == "heuristic" ||
 						    std::string(name) == "backend"
 					    ? "NAME"
@@ -849,60 +910,46 @@ int main(int argc, char **argv)
 	     std::string(hpc::kBackendEmul) +
 		     " (default: the SMT emulation by bandwidth) or none (priorities decided, "
 		     "not applied)");
-	bool fifo = false, json = false, stats_once = false, dump = false, pinfo = false;
-	bool quiet = false, when_idle = false;
-	double duration = 0;
-	std::vector<std::string> sets;
-	app.add_flag("--fifo", fifo, "FIFO queues (run until sleep) instead of RR");
-	app.add_flag("--json", json, "JSON output");
-	app.add_flag("--stats-once", stats_once, "print the running instance's statistics once");
-	app.add_flag("--dump-tasks", dump, "print the running instance's per-task state");
-	app.add_flag("--prog-info", pinfo, "print the loaded programs' instruction counts");
-	std::string prog_prefix = "hpc_";
-	app.add_option("--prog-prefix", prog_prefix,
+	app.add_flag("--fifo", c.fifo, "FIFO queues (run until sleep) instead of RR");
+	app.add_flag("--json", c.json, "JSON output");
+	app.add_flag("--stats-once", c.stats_once, "print the running instance's statistics once");
+	app.add_flag("--dump-tasks", c.dump, "print the running instance's per-task state");
+	app.add_flag("--prog-info", c.pinfo, "print the loaded programs' instruction counts");
+	app.add_option("--prog-prefix", c.prog_prefix,
 		       "--prog-info: the struct_ops programs named so (default hpc_)");
-	app.add_option("--set", sets, "KEY=VALUE (sysfs names): change the running instance")
+	app.add_option("--set", c.sets, "KEY=VALUE (sysfs names): change the running instance")
 		->type_name("KEY=VALUE");
-	std::vector<std::string> prios;
-	app.add_option("--prio", prios,
+	app.add_option("--prio", c.prios,
 		       "PID=P: fix a task's priority in the running instance (P in 1..6; 0: "
 		       "dynamic again); the task must be SCHED_EXT")
 		->type_name("PID=P");
-	app.add_option("--duration", duration, "unload after this many seconds (0: never)")
+	app.add_option("--duration", c.duration, "unload after this many seconds (0: never)")
 		->check(CLI::NonNegativeNumber);
-	std::vector<long> take_pids;
-	std::vector<std::string> take_cgroups;
-	app.add_option("--take-pid", take_pids,
+	app.add_option("--take-pid", c.take_pids,
 		       "after loading, switch this process tree's threads to SCHED_EXT, and "
 		       "every process forked into it later")
 		->type_name("PID");
-	app.add_option("--take-cgroup", take_cgroups,
+	app.add_option("--take-cgroup", c.take_cgroups,
 		       "after loading, switch the threads of this cgroup (v2 directory) to "
 		       "SCHED_EXT, and every task that enters it later")
 		->type_name("DIR");
-	app.add_flag("--exit-when-idle", when_idle,
+	app.add_flag("--exit-when-idle", c.when_idle,
 		     "unload when no SCHED_EXT task is left (hpcctl run --backend scx)");
-	app.add_flag("-q,--quiet", quiet, "no periodic statistics");
+	app.add_flag("-q,--quiet", c.quiet, "no periodic statistics");
 	app.add_flag("-v,--verbose", verbose, "libbpf debug output");
+}
 
-	try {
-		app.parse(argc, argv);
-	} catch (const CLI::ParseError &e) {
-		int rc = app.exit(e);
-		return rc ? EXIT_USAGE : 0;
-	}
-	libbpf_set_print(libbpf_print);
-
-	// Validate every knob before touching the kernel. Values are applied all
-	// together (so --low-util 90 --high-util 95 works whatever the order),
-	// then the whole set is checked.
-	scx_hpc_params sp;
+// Every knob checked before the kernel is touched. Values are applied all
+// together (so --low-util 90 --high-util 95 works whatever the order), then
+// the whole set is checked: 0, or EXIT_USAGE (said why).
+int params_of(Cli &c, scx_hpc_params &sp)
+{
 	default_params(sp);
-	if (fifo)
-		knobs["queue"] = "fifo";
+	if (c.fifo)
+		c.knobs["queue"] = "fifo";
 	std::string err;
 	std::map<std::string, std::string> core;
-	for (auto &[k, v] : knobs) {
+	for (auto &[k, v] : c.knobs) {
 		if (hpc_param_lookup(k.c_str()) >= 0) {
 			core[k] = v;
 		} else if (!apply_knob(sp, k, v, err)) {
@@ -918,60 +965,90 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "scx_hpc: invalid parameters: %s\n", hpc_param_err_str(e));
 		return EXIT_USAGE;
 	}
+	return 0;
+}
 
-	if (pinfo)
-		return prog_info(json, prog_prefix);
-
-	if (stats_once || dump || !sets.empty() || !prios.empty()) {
-		std::vector<FixedPrio> fixed;
-		if (int rc = parse_prios(prios, fixed))
-			return rc;
-		Maps m;
-		if (!find_maps(m)) {
-			std::fprintf(stderr, "scx_hpc: scx_hpc is not loaded%s\n",
-				     geteuid() ? " (or not visible: run as root)" : "");
-			return 1;
-		}
-		if (!sets.empty()) {
-			uint32_t zero = 0;
-			scx_hpc_params cur;
-			if (bpf_map_lookup_elem(m.params, &zero, &cur)) {
-				std::perror("scx_hpc: reading the parameters");
-				return 1;
-			}
-			scx_hpc_params next = cur;
-			for (auto &s : sets) {
-				auto eq = s.find('=');
-				if (eq == std::string::npos) {
-					std::fprintf(stderr,
-						     "scx_hpc: --set %s: expected KEY=VALUE\n",
-						     s.c_str());
-					return EXIT_USAGE;
-				}
-				if (!apply_knob(next, s.substr(0, eq), s.substr(eq + 1), err)) {
-					std::fprintf(stderr, "scx_hpc: invalid value: %s\n",
-						     err.c_str());
-					return EXIT_USAGE;
-				}
-			}
-			next.gen = cur.gen + 1;
-			if (bpf_map_update_elem(m.params, &zero, &next, BPF_ANY)) {
-				std::perror("scx_hpc: writing the parameters");
-				return 1;
-			}
-		}
-		if (apply_prios(m, fixed))
-			return 1;
-		if (stats_once)
-			print_stats(read_stats(m.params, m.cpus, m.tasks,
-					       std::max(1, libbpf_num_possible_cpus())),
-				    json);
-		if (dump)
-			print_tasks(read_tasks(m.tasks), json);
-		return 0;
+// --set KEY=VALUE... on the running instance, all or nothing.
+int set_running(const Maps &m, const std::vector<std::string> &sets)
+{
+	uint32_t zero = 0;
+	scx_hpc_params cur;
+	if (bpf_map_lookup_elem(m.params, &zero, &cur)) {
+		std::perror("scx_hpc: reading the parameters");
+		return 1;
 	}
+	scx_hpc_params next = cur;
+	std::string err;
+	for (auto &s : sets) {
+		auto eq = s.find('=');
+		if (eq == std::string::npos) {
+			std::fprintf(stderr, "scx_hpc: --set %s: expected KEY=VALUE\n", s.c_str());
+			return EXIT_USAGE;
+		}
+		if (!apply_knob(next, s.substr(0, eq), s.substr(eq + 1), err)) {
+			std::fprintf(stderr, "scx_hpc: invalid value: %s\n", err.c_str());
+			return EXIT_USAGE;
+		}
+	}
+	next.gen = cur.gen + 1;
+	if (bpf_map_update_elem(m.params, &zero, &next, BPF_ANY)) {
+		std::perror("scx_hpc: writing the parameters");
+		return 1;
+	}
+	return 0;
+}
 
+// --stats-once, --dump-tasks, --set, --prio: the running instance.
+int control_running(const Cli &c)
+{
+	std::vector<FixedPrio> fixed;
+	if (int rc = parse_prios(c.prios, fixed))
+		return rc;
+	Maps m;
+	if (!find_maps(m)) {
+		std::fprintf(stderr, "scx_hpc: scx_hpc is not loaded%s\n",
+			     geteuid() ? " (or not visible: run as root)" : "");
+		return 1;
+	}
+	if (!c.sets.empty())
+		if (int rc = set_running(m, c.sets))
+			return rc;
+	if (apply_prios(m, fixed))
+		return 1;
+	if (c.stats_once)
+		print_stats(read_stats(m.params, m.cpus, m.tasks,
+				       std::max(1, libbpf_num_possible_cpus())),
+			    c.json);
+	if (c.dump)
+		print_tasks(read_tasks(m.tasks), c.json);
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	CLI::App app{"scx_hpc: the SCHED_HPC policy as a sched_ext scheduler (partial mode: "
+		     "tasks with policy SCHED_EXT = 7)"};
+	app.set_help_flag("-h,--help", "show this help");
+	Cli c;
+	add_options(app, c);
+	try {
+		app.parse(argc, argv);
+	} catch (const CLI::ParseError &e) {
+		int rc = app.exit(e);
+		return rc ? EXIT_USAGE : 0;
+	}
+	libbpf_set_print(libbpf_print);
+
+	scx_hpc_params sp;
+	if (int rc = params_of(c, sp))
+		return rc;
+	if (c.pinfo)
+		return prog_info(c.json, c.prog_prefix);
+	if (c.controls())
+		return control_running(c);
 	std::signal(SIGINT, on_signal);
 	std::signal(SIGTERM, on_signal);
-	return run(sp, duration, json, quiet, when_idle, take_pids, take_cgroups);
+	return run(sp, c);
 }
