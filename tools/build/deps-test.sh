@@ -33,7 +33,7 @@ mkdir "$work/t" && cp "$deps" "$work/t/" && { echo stray-pkg; cat tools/build/de
 check "a package before any group: refused, named" bash -c "[ $rc -ne 0 ] && grep -q 'stray-pkg is in no group' '$work/o'"
 
 # Which groups a target installs (make -n prints the commands).
-groups_of() { make -n "$1" 2>/dev/null | grep -o 'tools/build/deps.sh[a-z -]*' | sed 's/tools\/deps.sh//; s/^ //' | sort -u | tr '\n' ',' | sed 's/^,/all,/; s/,$//'; }
+groups_of() { make -n "$1" 2>/dev/null | grep -o 'tools/build/deps.sh[a-z -]*' | sed 's/tools\/build\/deps.sh//; s/^ //' | sort -u | tr '\n' ',' | sed 's/^,/all,/; s/,$//'; }
 for t in build run hpcd check-hpcd install metbench hpclb; do
 	g=$(groups_of $t)
 	check "make $t installs the userspace group only ($g)" test "$g" = userspace
