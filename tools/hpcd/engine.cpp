@@ -336,11 +336,13 @@ Task *Engine::thread_sibling(const Task &t, bool one_per_thread)
 	return nullptr;
 }
 
-// The priority to apply: the core's (hpc_task_next_prio(), called by plan(),
-// keeps a fixed one in t.t.prio, where the sibling sees it); every task at
-// normal in the baseline.
+// The priority to apply: a fixed one (hpc_task_next_prio(), called by plan()
+// and the events, keeps it in t.t.prio too, where the sibling sees it), in
+// the baseline too; else the core's, or normal in the baseline.
 uint32_t Engine::applied_prio(const Task &t) const
 {
+	if (t.static_prio)
+		return t.static_prio;
 	return s.balance ? t.t.prio : hpc_clamp_normal(s.params);
 }
 

@@ -1003,7 +1003,7 @@ std::string prv_header(const Trace &t, size_t ntasks, int ncpu, uint64_t o)
 	std::strftime(date, sizeof date, "%d/%m/%y at %H:%M", &tm);
 	std::string appl;
 	for (size_t k = 0; k < ntasks; k++)
-		appl += (k ? "," : "") + std::string("1:1");
+		appl += k ? ",1:1" : "1:1";
 	return fmt::format("#Paraver ({}):{}_ns:1({}):1:{}({})\n", date, t.last_ns() - o, ncpu,
 			   ntasks, appl);
 }

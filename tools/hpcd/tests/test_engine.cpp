@@ -628,3 +628,22 @@ TEST(RealSmt, WeightModeOnHardwareThreads)
 	e.plan();
 	EXPECT_EQ(e.find(1)->quota.quota_us, -1);
 }
+
+TEST(Engine, FixedPriorityHeldInTheBaseline)
+{
+	// The baseline (balance=off) holds every task at normal, but a fixed
+	// priority stays fixed: the static way of the reproductions.
+	Engine e;
+	e.s.mode = Mode::SmtEmul;
+	e.s.balance = false;
+	e.cpus = {0, 1};
+	e.add(1, "a", "d", -1, 0).static_prio = 6;
+	e.add(2, "b", "d", -1, 0);
+	e.live(1, true);
+	e.live(2, true);
+	e.plan();
+	EXPECT_EQ(e.applied_prio(*e.find(1)), 6u);
+	EXPECT_EQ(e.applied_prio(*e.find(2)), 4u);
+	EXPECT_EQ(e.find(1)->t.prio, 6u); // where its sibling sees it
+	EXPECT_EQ(e.find(1)->quota, smt_quota(6, 4, true, true, e.s.period_us, e.dilation()));
+}
