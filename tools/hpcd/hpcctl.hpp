@@ -3,6 +3,7 @@
 // shares (hpcctl_util.cpp): text, child processes, signals, output files.
 #pragma once
 
+#include "system.hpp"
 #include "trace.hpp"
 
 #include <csignal>
@@ -58,7 +59,7 @@ int report_cmd(const Opts &o); // report_cmd.cpp
 
 // ---- text ----------------------------------------------------------------------
 
-std::string env_or(const char *name, const char *def);
+using hpcd::env_or; // system.hpp
 // Without trailing newlines and blanks.
 std::string trim(std::string s);
 // A tunable's value on one line (a multi-line value's lines joined by ';').

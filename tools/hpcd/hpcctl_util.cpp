@@ -31,12 +31,6 @@ void fail(int code, const std::string &msg)
 
 // ---- text ----------------------------------------------------------------------
 
-std::string env_or(const char *name, const char *def)
-{
-	const char *v = std::getenv(name);
-	return v && *v ? v : def;
-}
-
 std::string trim(std::string s)
 {
 	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))

@@ -80,12 +80,6 @@ std::string mode_cost(Mode m)
 	       "weights follow each rank's measured work and ranks are placed by load";
 }
 
-std::string env_or(const char *name, const char *def)
-{
-	const char *v = std::getenv(name);
-	return v && *v ? v : def;
-}
-
 void log(const std::string &s)
 {
 	std::cerr << "hpcd: " << s << std::endl;

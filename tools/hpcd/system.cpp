@@ -227,6 +227,13 @@ uint64_t mono_ns()
 	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// $name if set and not empty, else @def.
+std::string env_or(const char *name, const char *def)
+{
+	const char *v = std::getenv(name);
+	return v && *v ? v : def;
+}
+
 std::string proc_comm(int pid)
 {
 	auto t = read_file("/proc/" + std::to_string(pid) + "/comm");

@@ -59,6 +59,8 @@ bool set_affinity(int pid, const std::vector<int> &cpus);
 
 uint64_t mono_ns();
 // The process's command name (/proc/<pid>/comm), "" if gone.
+// $name if set and not empty, else def.
+std::string env_or(const char *name, const char *def);
 std::string proc_comm(int pid);
 // /proc/<pid>/stat parsed (pid 0: hpcd itself), nullopt if gone.
 std::optional<ProcStat> proc_stat(int pid);
