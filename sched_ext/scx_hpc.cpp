@@ -776,8 +776,8 @@ bool start_follow(scx_hpc *skel, const Cli &c, const std::vector<uint64_t> &cg_i
 
 // One second of the loaded scheduler: the follow events, the followed
 // cgroups again (a queue that was full, a task moved back to the fair
-// class), the statistics.
-void one_second(scx_hpc *skel, const Cli &c, Taken &taken, unsigned ncpus)
+// class).
+void one_second(scx_hpc *skel, const Cli &c, Taken &taken)
 {
 	const Taken before = taken;
 	for (int i = 0; i < 10 && !exiting; i++) {
@@ -791,22 +791,13 @@ void one_second(scx_hpc *skel, const Cli &c, Taken &taken, unsigned ncpus)
 		std::printf("scx_hpc: followed: %d more threads switched (%d in all, %d "
 			    "failed)\n",
 			    taken.switched - before.switched, taken.switched, taken.failed);
-	if (!c.quiet)
-		print_stats(read_stats(bpf_map__fd(skel->maps.params_map),
-				       bpf_map__fd(skel->maps.cpu_ctx),
-				       bpf_map__fd(skel->maps.task_info), ncpus),
-			    c.json);
 }
 
 // --exit-when-idle: unload once the tasks it scheduled are gone (or if none
-// came within the first 10 s), after @up seconds.
-bool idle_now(scx_hpc *skel, const Cli &c, unsigned ncpus, double up)
+// came within the first 10 s), after @up seconds, by the statistics @st.
+bool idle_now(const Stats &st, const Cli &c, double up)
 {
-	if (!c.when_idle)
-		return false;
-	Stats st = read_stats(bpf_map__fd(skel->maps.params_map), bpf_map__fd(skel->maps.cpu_ctx),
-			      bpf_map__fd(skel->maps.task_info), ncpus);
-	if (st.nr_live || (!st.nr_tasks && up < 10))
+	if (!c.when_idle || st.nr_live || (!st.nr_tasks && up < 10))
 		return false;
 	if (!c.quiet)
 		std::printf("scx_hpc: no SCHED_EXT task left: unloading\n");
@@ -818,11 +809,19 @@ void serve(scx_hpc *skel, const Cli &c, Taken &taken, unsigned ncpus)
 {
 	const auto t0 = std::chrono::steady_clock::now();
 	while (!exiting && !__sync_val_compare_and_swap(&skel->data->uei.kind, -1, -1)) {
-		one_second(skel, c, taken, ncpus);
+		one_second(skel, c, taken);
+		// The statistics, read once a second if shown or needed.
+		Stats st{};
+		if (!c.quiet || c.when_idle)
+			st = read_stats(bpf_map__fd(skel->maps.params_map),
+					bpf_map__fd(skel->maps.cpu_ctx),
+					bpf_map__fd(skel->maps.task_info), ncpus);
+		if (!c.quiet)
+			print_stats(st, c.json);
 		const double up =
 			std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
 				.count();
-		if ((c.duration > 0 && up >= c.duration) || idle_now(skel, c, ncpus, up))
+		if ((c.duration > 0 && up >= c.duration) || idle_now(st, c, up))
 			break;
 	}
 	if (c.follows())
