@@ -106,6 +106,15 @@ static inline bool hpc_place_better(u32 n, u32 c, u32 best_n, u32 best_c)
 }
 
 /*
+ * Push, at the tick: a waiting task goes from a CPU with @load SCHED_HPC
+ * tasks to one with two fewer (one fewer would only swap the two).
+ */
+static inline bool hpc_push_worth(u32 load, u32 dst_load)
+{
+	return dst_load + 2 <= load;
+}
+
+/*
  * A waking task stays on the CPU it ran on, with @prev_n tasks, if none is
  * there (no CPU has fewer), or if the best other CPU has tasks too
  * (@best_n) and not two fewer: tasks that wake each other at every message
@@ -114,7 +123,49 @@ static inline bool hpc_place_better(u32 n, u32 c, u32 best_n, u32 best_c)
  */
 static inline bool hpc_wake_stays(u32 prev_n, u32 best_n)
 {
-	return !prev_n || (best_n && best_n + 2 > prev_n);
+	return !prev_n || (best_n && !hpc_push_worth(prev_n, best_n));
+}
+
+/*
+ * Periodic balance, the same rules in every front end that queues tasks.
+ * Counts are per CPU: @load, the SCHED_HPC tasks there (queued, running,
+ * and one more while the CPU cannot run them: throttled or offline), and
+ * @waiting, those of them waiting to run.
+ *
+ * Pull: a CPU without SCHED_HPC work takes a waiting task from the CPU with
+ * the most waiting (then the most load), and only from one where another
+ * task runs or is due to run (a lone waiter of an idle CPU is about to run
+ * there). Is (@waiting, @load) a better source than the best so far?
+ */
+static inline bool hpc_pull_better(u32 waiting, u32 load, u32 best_waiting,
+				   u32 best_load)
+{
+	if (!waiting || load < 2)
+		return false;
+	return waiting > best_waiting ||
+	       (waiting == best_waiting && load > best_load);
+}
+
+/*
+ * Core balance: a core with work on both contexts (@load and @sib_load)
+ * gives a task, running or not, to an allowed core with none
+ * (@dst_core_load): each then runs at single-context speed. Only a core
+ * with work on each context gives to a core with none, so a move never
+ * makes the count worse and no task moves back and forth.
+ */
+static inline bool hpc_core_gives(u32 load, u32 sib_load, u32 dst_core_load)
+{
+	return load && sib_load && !dst_core_load;
+}
+
+/*
+ * Of the two contexts of a busy core, the one that gives its running task:
+ * the higher-numbered one (@cpu against its sibling @sib), so that the two
+ * never both give at once.
+ */
+static inline bool hpc_core_giver(s32 cpu, s32 sib)
+{
+	return cpu > sib;
 }
 
 /* The queue's virtual time never goes back: @least if that is later. */

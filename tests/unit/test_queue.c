@@ -150,6 +150,161 @@ static void placement_rule(void **state)
 	(void)state;
 }
 
+/*
+ * The balance rules. Pull: only from a CPU where another task runs (load
+ * 2+), the most waiting first, then the most load. Push: to two fewer.
+ * Core balance: a core busy on both contexts gives to an idle one, from
+ * its higher-numbered context.
+ */
+static void balance_rules(void **state)
+{
+	assert_false(hpc_pull_better(0, 3, 0, 0)); /* nothing waits */
+	assert_false(hpc_pull_better(1, 1, 0, 0)); /* a lone waiter */
+	assert_true(hpc_pull_better(1, 2, 0, 0));
+	assert_true(hpc_pull_better(2, 3, 1, 9));  /* more waiting wins */
+	assert_true(hpc_pull_better(1, 3, 1, 2));  /* then more load */
+	assert_false(hpc_pull_better(1, 2, 1, 2)); /* a tie is no better */
+
+	assert_true(hpc_push_worth(2, 0));
+	assert_true(hpc_push_worth(5, 3));
+	assert_false(hpc_push_worth(2, 1)); /* would only swap */
+	assert_false(hpc_push_worth(0, 0));
+
+	assert_true(hpc_core_gives(1, 1, 0));
+	assert_false(hpc_core_gives(1, 0, 0)); /* one context idle */
+	assert_false(hpc_core_gives(2, 1, 1)); /* no idle core */
+
+	assert_true(hpc_core_giver(3, 2));
+	assert_false(hpc_core_giver(2, 3));
+	(void)state;
+}
+
+/*
+ * The rules together on a machine of @ncpu CPUs (cores 2k, 2k + 1) with
+ * @load[] tasks each, every task free to move: each round, every CPU
+ * without tasks pulls, every CPU pushes, every core gives, as the kernel
+ * class and scx_hpc apply them. Returns the number of moves until nothing
+ * moves (-1 if that takes more than 64 rounds: tasks moving back and
+ * forth).
+ */
+static int balance_rounds(u32 *load, int ncpu)
+{
+	int moves = 0, round, cpu, i, best;
+	u32 bw, bl;
+	bool moved;
+
+	for (round = 0; round < 64; round++) {
+		moved = false;
+		for (cpu = 0; cpu < ncpu; cpu++) {
+			if (load[cpu])
+				continue;
+			best = -1;
+			bw = bl = 0;
+			for (i = 0; i < ncpu; i++) {
+				/* one of the load runs, the rest waits */
+				u32 w = load[i] ? load[i] - 1 : 0;
+
+				if (i != cpu && hpc_pull_better(w, load[i], bw, bl)) {
+					best = i;
+					bw = w;
+					bl = load[i];
+				}
+			}
+			if (best >= 0) {
+				load[best]--;
+				load[cpu]++;
+				moves++;
+				moved = true;
+			}
+		}
+		for (cpu = 0; cpu < ncpu; cpu++)
+			for (i = 0; i < ncpu; i++)
+				if (i != cpu && hpc_push_worth(load[cpu], load[i])) {
+					load[cpu]--;
+					load[i]++;
+					moves++;
+					moved = true;
+				}
+		for (cpu = 0; cpu < ncpu; cpu++) {
+			int sib = cpu ^ 1;
+
+			if (sib >= ncpu || !hpc_core_giver(cpu, sib))
+				continue;
+			for (i = 0; i < ncpu; i += 2) {
+				u32 dst = load[i] + (i + 1 < ncpu ? load[i + 1] : 0);
+
+				if (i / 2 != cpu / 2 && hpc_core_gives(load[cpu], load[sib], dst)) {
+					load[cpu]--;
+					load[i]++;
+					moves++;
+					moved = true;
+					break;
+				}
+			}
+		}
+		if (!moved)
+			return moves;
+	}
+	return -1;
+}
+
+/*
+ * Every start ends balanced (CPUs within one task of each other, cores
+ * within one where CPUs allow) in few moves, and nothing moves once it is.
+ */
+static void balance_converges(void **state)
+{
+	static const struct {
+		int ncpu;
+		u32 load[8];
+		int max_moves;
+	} cases[] = {
+		{4, {1, 1, 0, 0}, 1}, /* two on core 0, core 1 idle */
+		{4, {4, 0, 0, 0}, 3},
+		{4, {2, 2, 0, 0}, 2},
+		{4, {3, 1, 0, 0}, 2},
+		{4, {1, 0, 1, 0}, 0}, /* already one per core */
+		{8, {2, 2, 2, 2, 0, 0, 0, 0}, 4},
+		{8, {8, 0, 0, 0, 0, 0, 0, 0}, 7},
+		{8, {2, 1, 1, 1, 1, 1, 1, 0}, 1},
+		{6, {1, 1, 1, 1, 0, 0}, 1},
+	};
+	unsigned int k;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		u32 load[8], lo = ~0u, hi = 0, clo = ~0u, chi = 0, total = 0;
+		int n = cases[k].ncpu, moves, i;
+
+		memcpy(load, cases[k].load, sizeof(load));
+		for (i = 0; i < n; i++)
+			total += load[i];
+		moves = balance_rounds(load, n);
+		assert_in_range(moves, 0, cases[k].max_moves);
+		for (i = 0; i < n; i++) {
+			total -= load[i];
+			lo = load[i] < lo ? load[i] : lo;
+			hi = load[i] > hi ? load[i] : hi;
+		}
+		assert_int_equal(total, 0); /* no task lost or made */
+		for (i = 0; i < n; i++)
+			total += load[i];
+		assert_in_range(hi - lo, 0, 1);
+		for (i = 0; i + 1 < n; i += 2) {
+			u32 c = load[i] + load[i + 1];
+
+			clo = c < clo ? c : clo;
+			chi = c > chi ? c : chi;
+		}
+		/* a core with two while one has none only if tasks > cores */
+		if (total <= (u32)n / 2)
+			assert_in_range(chi, 0, 1);
+		assert_in_range(chi - clo, 0, 2);
+		/* balanced: nothing moves any more */
+		assert_int_equal(balance_rounds(load, n), 0);
+	}
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +316,8 @@ int main(void)
 		cmocka_unit_test(queue_advance),
 		cmocka_unit_test(frequent_waker_gets_its_share),
 		cmocka_unit_test(placement_rule),
+		cmocka_unit_test(balance_rules),
+		cmocka_unit_test(balance_converges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -589,14 +589,33 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 #ifdef CONFIG_SMP
 /*
  * Task-count balancing: every CPU, then every emulated core, should run the
- * same number of SCHED_HPC tasks. Counts are read locklessly; moves are
- * made under both runqueue locks and re-checked there.
+ * same number of SCHED_HPC tasks, by the policy core's rules (hpc_queue.h,
+ * shared with scx_hpc): a CPU without work pulls, a CPU with two more than
+ * another pushes at its tick, and a core busy on both contexts gives its
+ * running task to an idle core. Counts are read locklessly; moves are made
+ * under both runqueue locks and re-checked there.
  */
 static DEFINE_PER_CPU(struct irq_work, hpc_push_work);
 
 static unsigned int hpc_nr_on(int cpu)
 {
 	return READ_ONCE(cpu_rq(cpu)->hpc.nr_queued);
+}
+
+/*
+ * The counts of the policy core's balance rules (hpc_queue.h): the load of
+ * @cpu (its tasks, one more while throttled) and how many of them wait.
+ */
+static unsigned int hpc_load_on(int cpu)
+{
+	return hpc_nr_on(cpu) + READ_ONCE(cpu_rq(cpu)->hpc.throttled);
+}
+
+static unsigned int hpc_waiting_on(int cpu)
+{
+	unsigned int n = hpc_nr_on(cpu);
+
+	return READ_ONCE(cpu_rq(cpu)->hpc.throttled) || !n ? n : n - 1;
 }
 
 /* SCHED_HPC tasks on @cpu's emulated core. */
@@ -630,7 +649,7 @@ static void hpc_move_task(struct rq *src, struct rq *dst, struct task_struct *p)
 static void hpc_pull(struct rq *this_rq)
 {
 	int this_cpu = cpu_of(this_rq), cpu, src_cpu = -1;
-	unsigned int max = 1, n;
+	unsigned int bw = 0, bl = 0, w, l;
 	struct sched_hpc_entity *hse;
 	struct rq *src;
 
@@ -639,9 +658,11 @@ static void hpc_pull(struct rq *this_rq)
 	/* Pairs with the smp_wmb() in hpc_update_overload(). */
 	smp_rmb();
 	for_each_cpu_and(cpu, &hpc_overload_mask, cpu_active_mask) {
-		n = hpc_nr_on(cpu);
-		if (cpu != this_cpu && n > max) {
-			max = n;
+		l = hpc_load_on(cpu);
+		w = hpc_waiting_on(cpu);
+		if (cpu != this_cpu && hpc_pull_better(w, l, bw, bl)) {
+			bw = w;
+			bl = l;
 			src_cpu = cpu;
 		}
 	}
@@ -684,7 +705,7 @@ static void hpc_push(struct rq *rq)
 			continue;
 		for_each_cpu_and(cpu, t->cpus_ptr, cpu_active_mask) {
 			if (cpu != cpu_of(rq) &&
-			    hpc_nr_on(cpu) + 1 < rq->hpc.nr_queued) {
+			    hpc_push_worth(rq->hpc.nr_queued, hpc_nr_on(cpu))) {
 				dst_cpu = cpu;
 				break;
 			}
@@ -702,7 +723,7 @@ static void hpc_push(struct rq *rq)
 	double_lock_balance(rq, dst);
 	/* The lock of @rq may have been dropped: check again. */
 	if (task_rq(p) == rq && task_on_rq_queued(p) &&
-	    dst->hpc.nr_queued + 1 < rq->hpc.nr_queued &&
+	    hpc_push_worth(rq->hpc.nr_queued, dst->hpc.nr_queued) &&
 	    hpc_can_move(rq, p, dst_cpu))
 		hpc_move_task(rq, dst, p);
 	double_unlock_balance(rq, dst);
@@ -715,27 +736,107 @@ static bool hpc_has_emptier_cpu(struct rq *rq)
 	int cpu;
 
 	for_each_cpu(cpu, cpu_active_mask)
-		if (cpu != cpu_of(rq) && hpc_nr_on(cpu) + 1 < rq->hpc.nr_queued)
+		if (cpu != cpu_of(rq) &&
+		    hpc_push_worth(rq->hpc.nr_queued, hpc_nr_on(cpu)))
 			return true;
 	return false;
 }
 
-/* Push from an irq_work queued at the tick, as RT pushes from its IPI. */
+/*
+ * Core balance (hpc_core_gives(), hpc_core_giver()): @rq's core has
+ * SCHED_HPC work on both contexts, @rq is the context that gives, and a core
+ * @p may run on has none. Returns a CPU of that core, or -1.
+ */
+static int hpc_idle_core_for(struct rq *rq, struct task_struct *p)
+{
+	int cpu = cpu_of(rq), sib = per_cpu(hpc_sibling, cpu), i, s;
+	unsigned int load = hpc_load_on(cpu), sib_load;
+
+	if (sib < 0 || !hpc_core_giver(cpu, sib))
+		return -1;
+	sib_load = hpc_load_on(sib);
+	if (!hpc_core_gives(load, sib_load, 0))
+		return -1;
+	for_each_cpu_and(i, p->cpus_ptr, cpu_active_mask) {
+		s = per_cpu(hpc_sibling, i);
+		if (i == cpu || i == sib ||
+		    !hpc_core_gives(load, sib_load,
+				    hpc_load_on(i) + (s >= 0 ? hpc_load_on(s) : 0)))
+			continue;
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * The core balance's check, at most once per emulated period on each CPU:
+ * should @rq's running task move to an idle core?
+ */
+static DEFINE_PER_CPU(unsigned long, hpc_core_check);
+
+static bool hpc_core_gives_now(struct rq *rq)
+{
+	unsigned long *next = per_cpu_ptr(&hpc_core_check, cpu_of(rq));
+
+	if (time_before(jiffies, *next))
+		return false;
+	*next = jiffies + max(1UL, nsecs_to_jiffies(hpc_emul_period_ns()));
+	return rq->curr->sched_class == &hpc_sched_class &&
+	       rq->curr->nr_cpus_allowed > 1 &&
+	       hpc_idle_core_for(rq, rq->curr) >= 0;
+}
+
+/*
+ * The class's find_lock_rq(), for push_cpu_stop(): the idle core's CPU for
+ * @p, locked with @rq (@rq's lock may be dropped: checked again), or NULL.
+ */
+static struct rq *hpc_find_lock_core(struct task_struct *p, struct rq *rq)
+{
+	int cpu = hpc_idle_core_for(rq, p);
+	struct rq *dst;
+
+	if (cpu < 0)
+		return NULL;
+	dst = cpu_rq(cpu);
+	double_lock_balance(rq, dst);
+	if (task_rq(p) != rq || !task_on_rq_queued(p) ||
+	    p->sched_class != &hpc_sched_class || dst->hpc.nr_queued ||
+	    !hpc_can_move(rq, p, cpu)) {
+		double_unlock_balance(rq, dst);
+		return NULL;
+	}
+	return dst;
+}
+
+/*
+ * Push from an irq_work queued at the tick, as RT pushes from its IPI: a
+ * queued task to an emptier CPU, or the running task, through the stopper,
+ * to an idle core (as RT and deadline push a running task).
+ */
 static void hpc_push_work_fn(struct irq_work *work)
 {
 	struct rq *rq = this_rq();
+	struct task_struct *p = NULL;
 
 	raw_spin_rq_lock(rq);
 	hpc_push(rq);
+	if (rq->curr->sched_class == &hpc_sched_class &&
+	    hpc_idle_core_for(rq, rq->curr) >= 0)
+		p = get_push_task(rq);
 	raw_spin_rq_unlock(rq);
+	if (p)
+		stop_one_cpu_nowait(cpu_of(rq), push_cpu_stop, p,
+				    &rq->push_work);
 }
 
 static void hpc_queue_push(struct rq *rq)
 {
 	int cpu = cpu_of(rq);
 
-	if (rq->hpc.nr_queued < 2 || !rq->hpc.online ||
-	    !hpc_has_emptier_cpu(rq))
+	if (!rq->hpc.online)
+		return;
+	if ((rq->hpc.nr_queued < 2 || !hpc_has_emptier_cpu(rq)) &&
+	    !hpc_core_gives_now(rq))
 		return;
 	irq_work_queue_on(per_cpu_ptr(&hpc_push_work, cpu), cpu);
 }
@@ -909,6 +1010,7 @@ DEFINE_SCHED_CLASS(hpc) = {
 	.select_task_rq		= select_task_rq_hpc,
 	.migrate_task_rq	= migrate_task_rq_hpc,
 	.set_cpus_allowed	= set_cpus_allowed_common,
+	.find_lock_rq		= hpc_find_lock_core,
 	.rq_online		= rq_online_hpc,
 	.rq_offline		= rq_offline_hpc,
 #endif
@@ -937,7 +1039,8 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 	rq->hpc.throttled = 0;
 	hpc_backend->init_rq(rq, cpu);
 #ifdef CONFIG_SMP
-	init_irq_work(per_cpu_ptr(&hpc_push_work, cpu), hpc_push_work_fn);
+	/* In hard interrupt context also on PREEMPT_RT: it takes @rq's lock. */
+	per_cpu(hpc_push_work, cpu) = IRQ_WORK_INIT_HARD(hpc_push_work_fn);
 #endif
 	raw_spin_lock_init(&s->lock);
 	s->pid = 0;

@@ -7,6 +7,11 @@
  * every spinner progresses. Then one spinner is pinned to CPU 1: it goes
  * there and stays there in every sample, and the balancer evens the
  * counts out again around it.
+ *
+ * With two emulated cores or more (4+ CPUs, cores 2k and 2k + 1): two
+ * spinners held on the two CPUs of core 0 by their affinity, then let go,
+ * end on different cores (the core balance moves a running task to an idle
+ * core: hpc_core_gives()) and stay there.
  */
 /* guest-timeout: 90 */
 #include "hpctest.h"
@@ -56,6 +61,48 @@ static void settle_and_check(const char *what, unsigned int ms, int n)
 	}
 	tap_check(good == n, desc, "%s: stays balanced in %d/%d samples 200 ms apart (last: %s)",
 		  what, good, n, desc);
+}
+
+/* The emulated core of @cpu (CPUs 2k and 2k + 1; the guest has no SMT). */
+static int core_of(int cpu)
+{
+	return cpu < 0 ? -1 : cpu / 2;
+}
+
+static void core_balance(void)
+{
+	char desc[64] = "";
+	int i, moved = 0, good = 0, c0, c1;
+
+	for (i = 0; i < 2; i++) {
+		if (!tap_check(spin_start(&S[i], i, SCHED_HPC, 0, 20) > 0, "spawn",
+			       "start HPC spinner %d on CPU %d", i, i))
+			return;
+	}
+	sleep_ms(500);
+	c0 = task_cpu_of(S[0].pid);
+	c1 = task_cpu_of(S[1].pid);
+	tap_ok(c0 == 0 && c1 == 1, "2 spinners held on core 0: on CPUs %d and %d", c0, c1);
+	for (i = 0; i < 2; i++)
+		unpin(S[i].pid);
+	for (i = 0; i < 20 && !moved; i++) {
+		sleep_ms(100);
+		c0 = task_cpu_of(S[0].pid);
+		c1 = task_cpu_of(S[1].pid);
+		moved = core_of(c0) != core_of(c1);
+	}
+	snprintf(desc, sizeof(desc), "CPUs %d and %d", c0, c1);
+	tap_check(moved, desc, "let go: the two spinners on different cores within 2 s (%s)", desc);
+	for (i = 0; i < 10; i++) {
+		sleep_ms(200);
+		c0 = task_cpu_of(S[0].pid);
+		c1 = task_cpu_of(S[1].pid);
+		good += core_of(c0) != core_of(c1);
+	}
+	tap_check(good == 10, desc, "and stay on different cores in %d/10 samples (last: %d, %d)",
+		  good, c0, c1);
+	for (i = 0; i < 2; i++)
+		spin_stop(&S[i]);
 }
 
 int main(void)
@@ -110,6 +157,10 @@ int main(void)
 
 	for (i = 0; i < nt; i++)
 		spin_stop(&S[i]);
+	if (ncpu >= 4)
+		core_balance();
+	else
+		tap_skip("core balance", "needs two emulated cores (4 CPUs; have %d)", ncpu);
 	kill_children();
 	return tap_done();
 }
