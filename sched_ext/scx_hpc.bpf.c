@@ -30,12 +30,13 @@
  * runnable, a task runs until it sleeps or its CPU is throttled).
  * ops.select_cpu places an unpinned waking task on the
  * allowed CPU with the fewest queued + running HPC tasks, among those on
- * the emulated core with the fewest (prev CPU on a tie), as the kernel
- * class does (which, in addition, keeps a waking task where it was while no
- * CPU has two fewer, and pushes at its tick when one has: scx_hpc has no
- * such push); ops.dispatch pulls from the busiest other CPU's queue when
- * its own is empty; once per period, a task running on a core whose two
- * contexts are both busy moves to an idle core (core_balance()).
+ * the emulated core with the fewest (prev CPU on a tie), keeping it where
+ * it was while no CPU has two fewer, as the kernel class does (which, in
+ * addition, pushes at its tick to a CPU with two fewer: scx_hpc has no such
+ * push); ops.dispatch pulls from the busiest other CPU's queue when its own
+ * is empty; once per period, a task of a core whose two contexts are both
+ * busy moves to an idle core (core_balance()). The rules are the policy
+ * core's (hpc_queue.h), shared with the kernel class.
  *
  * Mechanism: x86 SMT emulation by bandwidth. CPUs 2k and 2k+1 form an
  * emulated core. In every period (period_us, aligned on the monotonic
@@ -577,7 +578,7 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 	struct scx_hpc_params *P = get_params();
 	struct scx_hpc_cpu *c = get_cpu(cpu);
 	s32 i, best = -1, sib = sibling_of(cpu);
-	s32 most = 0;
+	u32 bw = 0, bl = 0;
 
 	if (!P || !c)
 		return;
@@ -587,10 +588,10 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 	if (scx_bpf_consume(cpu))
 		return;
 
-	/* Nothing of our own: pull from the busiest other queue. */
+	/* Nothing of our own: pull by the core's rule (hpc_pull_better()). */
 	bpf_for(i, 0, SCX_HPC_MAX_CPUS) {
 		struct scx_hpc_cpu *o;
-		s32 n;
+		u32 w, l;
 
 		if (i >= nr_cpus)
 			break;
@@ -600,12 +601,12 @@ void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
 		/* the sibling's held-back tasks wait for the core's budget */
 		if (!o || (o->throttled && i == sib))
 			continue;
-		n = scx_bpf_dsq_nr_queued(i);
-		/* a lone waiter of an idle online CPU is about to run there */
-		if (n == 1 && !o->running && !o->throttled && o->online)
-			continue;
-		if (n > most) {
-			most = n;
+		w = scx_bpf_dsq_nr_queued(i);
+		/* an offline CPU's queue runs nowhere: it counts one more */
+		l = o->online ? cpu_load(i, o) : w + 1;
+		if (hpc_pull_better(w, l, bw, bl)) {
+			bw = w;
+			bl = l;
 			best = i;
 		}
 	}
@@ -845,7 +846,8 @@ void BPF_STRUCT_OPS(hpc_cpu_offline, s32 cpu)
 }
 
 /*
- * Core balance, once per period. Placement (select_cpu) and pulling
+ * Core balance, once per period, by the core's rules (hpc_core_gives(),
+ * hpc_core_giver(), as the kernel class). Placement (select_cpu) and pulling
  * (dispatch) move only tasks that wake up or that an idle CPU looks for; two
  * tasks that never sleep can stay on the two contexts of one emulated core,
  * each at the model's shared speed, while another core idles (a forking
@@ -884,14 +886,18 @@ static void core_balance(void)
 				idle = cpu;
 			continue;
 		}
-		if (!cpu_load(cpu, c) || !cpu_load(sib, sc))
+		/* to an idle core, if one is found (hpc_core_gives()) */
+		if (!hpc_core_gives(cpu_load(cpu, c), cpu_load(sib, sc), 0))
 			continue;
-		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(sib))
+		if (scx_bpf_dsq_nr_queued(cpu) || scx_bpf_dsq_nr_queued(sib)) {
 			waiting = true;
-		else if (from < 0 && sc->running && sc->cur_pid != sc->shed_skip)
-			from = sib;
-		else if (from < 0 && c->running && c->cur_pid != c->shed_skip)
-			from = cpu;
+		} else if (from < 0) {
+			s32 g = hpc_core_giver(sib, cpu) ? sib : cpu;
+			struct scx_hpc_cpu *gc = g == sib ? sc : c;
+
+			if (gc->running && gc->cur_pid != gc->shed_skip)
+				from = g;
+		}
 	}
 	if (idle < 0)
 		return;
