@@ -239,14 +239,20 @@ static u64 slice_ns(const struct scx_hpc_params *P)
 	return P->slice_us ? (u64)P->slice_us * 1000 : SCX_SLICE_DFL;
 }
 
-static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc)
+/* @cpu's snapshot slot, NULL for a CPU out of range. */
+static struct snap *snap_of(s32 cpu)
 {
 	u32 key = cpu;
-	struct snap *s;
 
-	if (key >= SCX_HPC_MAX_CPUS)
-		return;
-	s = bpf_map_lookup_elem(&snaps, &key);
+	if (key >= nr_cpus || key >= SCX_HPC_MAX_CPUS)
+		return NULL;
+	return bpf_map_lookup_elem(&snaps, &key);
+}
+
+static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc)
+{
+	struct snap *s = snap_of(cpu);
+
 	if (!s)
 		return;
 	bpf_spin_lock(&s->lock);
@@ -275,13 +281,9 @@ static s32 sibling_of(s32 cpu)
 static bool snap_read(s32 cpu, u32 self, struct hpc_task *out)
 {
 	s32 sib = sibling_of(cpu);
-	u32 key = sib;
-	struct snap *s;
+	struct snap *s = sib < 0 ? NULL : snap_of(sib);
 	u32 pid;
 
-	if (sib < 0 || key >= nr_cpus || key >= SCX_HPC_MAX_CPUS)
-		return false;
-	s = bpf_map_lookup_elem(&snaps, &key);
 	if (!s)
 		return false;
 	bpf_spin_lock(&s->lock);
@@ -293,12 +295,8 @@ static bool snap_read(s32 cpu, u32 self, struct hpc_task *out)
 
 static void snap_clear(s32 cpu, u32 pid)
 {
-	u32 key = cpu;
-	struct snap *s;
+	struct snap *s = snap_of(cpu);
 
-	if (key >= SCX_HPC_MAX_CPUS)
-		return;
-	s = bpf_map_lookup_elem(&snaps, &key);
 	if (!s)
 		return;
 	bpf_spin_lock(&s->lock);
