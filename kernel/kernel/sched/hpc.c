@@ -1174,6 +1174,17 @@ static int hpc_parse_word(const char *buf, char *word, size_t size)
 	return 0;
 }
 
+/* The index of the word in @buf (blanks around it allowed) in @names. */
+static int hpc_match_word(const char *buf, const char * const *names,
+			  size_t n)
+{
+	char word[32];
+
+	if (hpc_parse_word(buf, word, sizeof(word)))
+		return -EINVAL;
+	return match_string(names, n, word);
+}
+
 struct hpc_param_arg {
 	int id;
 	u32 val;
@@ -1250,18 +1261,12 @@ static int hpc_set_queue(struct hpc_conf *c, void *arg)
 static ssize_t queue_store(struct kobject *kobj, struct kobj_attribute *attr,
 			   const char *buf, size_t count)
 {
-	char word[8];
-	u32 q;
-	int ret;
+	int ret = hpc_match_word(buf, hpc_queue_names,
+				 ARRAY_SIZE(hpc_queue_names));
+	u32 q = ret;
 
-	if (hpc_parse_word(buf, word, sizeof(word)))
-		return -EINVAL;
-	if (!strcmp(word, hpc_queue_names[HPC_QUEUE_RR]))
-		q = HPC_QUEUE_RR;
-	else if (!strcmp(word, hpc_queue_names[HPC_QUEUE_FIFO]))
-		q = HPC_QUEUE_FIFO;
-	else
-		return -EINVAL;
+	if (ret < 0)
+		return ret;
 	ret = hpc_conf_update(hpc_set_queue, &q);
 	return ret ? ret : count;
 }
@@ -1383,18 +1388,12 @@ static int hpc_set_mech(struct hpc_conf *c, void *arg)
 static ssize_t backend_store(struct kobject *kobj, struct kobj_attribute *attr,
 			     const char *buf, size_t count)
 {
-	char word[32];
-	u32 mech;
-	int ret;
+	const char * const names[] = { "none", hpc_backend->name };
+	int ret = hpc_match_word(buf, names, ARRAY_SIZE(names));
+	u32 mech = ret;
 
-	if (hpc_parse_word(buf, word, sizeof(word)))
-		return -EINVAL;
-	if (!strcmp(word, hpc_backend->name))
-		mech = 1;
-	else if (!strcmp(word, "none"))
-		mech = 0;
-	else
-		return -EINVAL;
+	if (ret < 0)
+		return ret;
 	ret = hpc_conf_update(hpc_set_mech, &mech);
 	if (ret)
 		return ret;
