@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 using nlohmann::json;
 
 namespace hpcd
@@ -197,6 +199,195 @@ static std::string reply_err(const char *kind, const std::string &why)
 	return json{{"ok", false}, {"kind", kind}, {"error", why}}.dump();
 }
 
+namespace
+{
+using Request = const json &;
+
+std::string ok(json j = json::object())
+{
+	j["ok"] = true;
+	return j.dump();
+}
+
+std::string cmd_get(Engine &e, ControlHooks &, Request req)
+{
+	auto all = knob_values(e);
+	if (!req.contains("key"))
+		return ok({{"values", all}});
+	if (!req["key"].is_string())
+		return reply_err("bad_request", "\"key\" must be a string");
+	std::string key = req["key"];
+	if (all.contains(key))
+		return ok({{"values", {{key, all[key]}}}});
+	if (contains(kKernelOnlyKnobs, key))
+		return reply_err("kernel_only",
+				 key + " exists only in the SCHED_HPC kernel class, not in hpcd");
+	return reply_err("bad_key", "unknown parameter '" + key + "' (known:" + known_keys() + ")");
+}
+
+std::string cmd_set(Engine &e, ControlHooks &h, Request req)
+{
+	if (!req.contains("settings") || !req["settings"].is_array())
+		return reply_err("bad_request",
+				 "\"settings\" must be an array of \"KEY=VALUE\" strings");
+	std::vector<std::string> kv;
+	for (auto &x : req["settings"]) {
+		if (!x.is_string())
+			return reply_err("bad_request", "\"settings\" must hold strings");
+		kv.push_back(x);
+	}
+	std::string msg;
+	Mode old = e.s.mode;
+	SetErr err = apply_settings(e.s, kv, msg);
+	if (err != SetErr::None)
+		return reply_err(set_err_kind(err), msg);
+	e.params_changed();
+	if (old != e.s.mode)
+		e.place();
+	if (h.changed)
+		h.changed();
+	return ok({{"values", knob_values(e)}});
+}
+
+std::string cmd_list(Engine &e, ControlHooks &h, Request)
+{
+	json tasks = json::array();
+	for (auto &[pid, t] : e.tasks)
+		tasks.push_back(task_json(e, t, h.stat ? h.stat(t) : CgStat{}));
+	return ok({{"tasks", tasks}});
+}
+
+std::string cmd_status(Engine &, ControlHooks &h, Request)
+{
+	return ok({{"status", h.status ? h.status() : json::object()}});
+}
+
+// The request's "pid": a positive integer, else 0.
+int pid_of(Request req)
+{
+	if (!req.contains("pid") || !req["pid"].is_number_integer() ||
+	    req["pid"].get<long long>() <= 0 || req["pid"].get<long long>() > 1 << 30)
+		return 0;
+	return req["pid"].get<int>();
+}
+
+std::string not_managed(int pid)
+{
+	return reply_err("failed", "pid " + std::to_string(pid) + " is not managed");
+}
+
+std::string cmd_add(Engine &, ControlHooks &h, Request req)
+{
+	const int pid = pid_of(req);
+	if (!pid)
+		return reply_err("bad_request", "\"pid\" must be a positive integer");
+	std::string name = req.value("name", std::string());
+	if (req.contains("launcher") && !req["launcher"].is_boolean())
+		return reply_err("bad_request", "\"launcher\" must be true or false");
+	const bool launcher = req.value("launcher", false);
+	std::string err = h.add ? h.add(pid, name, launcher) : "adding is not supported";
+	return err.empty() ? ok() : reply_err("failed", err);
+}
+
+std::string cmd_remove(Engine &e, ControlHooks &h, Request req)
+{
+	const int pid = pid_of(req);
+	if (!pid)
+		return reply_err("bad_request", "\"pid\" must be a positive integer");
+	if (!e.find(pid))
+		return not_managed(pid);
+	if (h.remove)
+		h.remove(pid);
+	return ok();
+}
+
+std::string cmd_prio(Engine &e, ControlHooks &h, Request req)
+{
+	if (!req.contains("pid") || !req["pid"].is_number_integer() || !req.contains("prio") ||
+	    !req["prio"].is_number_integer())
+		return reply_err("bad_request", "\"pid\" and \"prio\" must be integers");
+	Task *t = e.find(req["pid"].get<int>());
+	if (!t)
+		return not_managed(req["pid"].get<int>());
+	long long p = req["prio"].get<long long>();
+	if (p != 0 && (p < kBackendRange.min || p > kBackendRange.max))
+		return reply_err("bad_value", fmt::format("prio: {} is outside {}..{} (0: dynamic)",
+							  p, kBackendRange.min, kBackendRange.max));
+	t->static_prio = static_cast<uint32_t>(p);
+	if (h.changed)
+		h.changed();
+	return ok();
+}
+
+// "since" and "max" of iterations and watch: unsigned, max > 0.
+const char *bad_window(Request req)
+{
+	for (const char *k : {"since", "max"})
+		if (req.contains(k) &&
+		    (!req[k].is_number_unsigned() || (std::string(k) == "max" && req[k] == 0)))
+			return k;
+	return nullptr;
+}
+
+std::string window_err(const char *k)
+{
+	return reply_err("bad_request", fmt::format("\"{}\" must be a positive integer", k));
+}
+
+std::string cmd_iterations(Engine &, ControlHooks &h, Request req)
+{
+	if (const char *k = bad_window(req))
+		return window_err(k);
+	if (!h.events)
+		return reply_err("failed", "no iteration log");
+	json r = h.events(req.value("since", uint64_t{0}),
+			  static_cast<size_t>(req.value("max", uint64_t{4096})));
+	return ok(std::move(r));
+}
+
+std::string cmd_watch(Engine &, ControlHooks &h, Request req)
+{
+	if (const char *k = bad_window(req))
+		return window_err(k);
+	if (!h.watch)
+		return reply_err("failed", "watching is not supported");
+	json r{{"ok", true}, {"watch", true}};
+	std::string backlog = h.watch(req.value("since", uint64_t{0}), !req.contains("since"), r);
+	std::string out = r.dump();
+	if (!backlog.empty())
+		out += "\n" + backlog.substr(0, backlog.size() - 1);
+	return out;
+}
+
+std::string cmd_shutdown(Engine &, ControlHooks &h, Request)
+{
+	if (h.shutdown)
+		h.shutdown();
+	return ok();
+}
+
+struct Command {
+	const char *name;
+	std::string (*fn)(Engine &, ControlHooks &, Request);
+};
+
+constexpr Command kCommands[] = {
+	{"get", cmd_get},     {"set", cmd_set},
+	{"list", cmd_list},   {"status", cmd_status},
+	{"add", cmd_add},     {"remove", cmd_remove},
+	{"prio", cmd_prio},   {"iterations", cmd_iterations},
+	{"watch", cmd_watch}, {"shutdown", cmd_shutdown},
+};
+
+std::string unknown_cmd(const std::string &cmd)
+{
+	std::string names;
+	for (const Command &c : kCommands)
+		names += std::string(names.empty() ? "" : ", ") + c.name;
+	return reply_err("bad_request", "unknown cmd '" + cmd + "' (" + names + ")");
+}
+} // namespace
+
 std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
 {
 	json req;
@@ -208,143 +399,16 @@ std::string handle_line(Engine &e, ControlHooks &h, std::string_view line)
 	if (!req.is_object() || !req.contains("cmd") || !req["cmd"].is_string())
 		return reply_err("bad_request", "expected an object with a string \"cmd\"");
 	const std::string cmd = req["cmd"];
-	try {
-		if (cmd == "get") {
-			auto all = knob_values(e);
-			if (!req.contains("key"))
-				return json{{"ok", true}, {"values", all}}.dump();
-			if (!req["key"].is_string())
-				return reply_err("bad_request", "\"key\" must be a string");
-			std::string key = req["key"];
-			if (!all.contains(key)) {
-				if (contains(kKernelOnlyKnobs, key))
-					return reply_err("kernel_only",
-							 key + " exists only in the SCHED_HPC "
-							       "kernel class, not in hpcd");
-				return reply_err("bad_key", "unknown parameter '" + key +
-								    "' (known:" + known_keys() +
-								    ")");
-			}
-			return json{{"ok", true}, {"values", {{key, all[key]}}}}.dump();
+	for (const Command &c : kCommands) {
+		if (cmd != c.name)
+			continue;
+		try {
+			return c.fn(e, h, req);
+		} catch (const json::exception &ex) {
+			return reply_err("bad_request", ex.what());
 		}
-		if (cmd == "set") {
-			if (!req.contains("settings") || !req["settings"].is_array())
-				return reply_err("bad_request", "\"settings\" must be an array of "
-								"\"KEY=VALUE\" strings");
-			std::vector<std::string> kv;
-			for (auto &x : req["settings"]) {
-				if (!x.is_string())
-					return reply_err("bad_request",
-							 "\"settings\" must hold strings");
-				kv.push_back(x);
-			}
-			std::string msg;
-			Mode old = e.s.mode;
-			SetErr err = apply_settings(e.s, kv, msg);
-			if (err != SetErr::None)
-				return reply_err(set_err_kind(err), msg);
-			e.params_changed();
-			if (old != e.s.mode)
-				e.place();
-			if (h.changed)
-				h.changed();
-			return json{{"ok", true}, {"values", knob_values(e)}}.dump();
-		}
-		if (cmd == "list") {
-			json tasks = json::array();
-			for (auto &[pid, t] : e.tasks)
-				tasks.push_back(task_json(e, t, h.stat ? h.stat(t) : CgStat{}));
-			return json{{"ok", true}, {"tasks", tasks}}.dump();
-		}
-		if (cmd == "status")
-			return json{{"ok", true},
-				    {"status", h.status ? h.status() : json::object()}}
-				.dump();
-		if (cmd == "add" || cmd == "remove") {
-			if (!req.contains("pid") || !req["pid"].is_number_integer() ||
-			    req["pid"].get<long long>() <= 0 ||
-			    req["pid"].get<long long>() > 1 << 30)
-				return reply_err("bad_request",
-						 "\"pid\" must be a positive integer");
-			int pid = req["pid"].get<int>();
-			if (cmd == "remove") {
-				if (!e.find(pid))
-					return reply_err("failed", "pid " + std::to_string(pid) +
-									   " is not managed");
-				if (h.remove)
-					h.remove(pid);
-				return json{{"ok", true}}.dump();
-			}
-			std::string name = req.value("name", std::string());
-			if (req.contains("launcher") && !req["launcher"].is_boolean())
-				return reply_err("bad_request", "\"launcher\" must be true or false");
-			const bool launcher = req.value("launcher", false);
-			std::string err =
-				h.add ? h.add(pid, name, launcher) : "adding is not supported";
-			if (!err.empty())
-				return reply_err("failed", err);
-			return json{{"ok", true}}.dump();
-		}
-		if (cmd == "prio") {
-			if (!req.contains("pid") || !req["pid"].is_number_integer() ||
-			    !req.contains("prio") || !req["prio"].is_number_integer())
-				return reply_err("bad_request",
-						 "\"pid\" and \"prio\" must be integers");
-			Task *t = e.find(req["pid"].get<int>());
-			if (!t)
-				return reply_err("failed",
-						 "pid " + std::to_string(req["pid"].get<int>()) +
-							 " is not managed");
-			long long p = req["prio"].get<long long>();
-			if (p != 0 && (p < kBackendRange.min || p > kBackendRange.max))
-				return reply_err("bad_value",
-						 "prio: " + std::to_string(p) + " is outside " +
-							 std::to_string(kBackendRange.min) + ".." +
-							 std::to_string(kBackendRange.max) +
-							 " (0: dynamic)");
-			t->static_prio = static_cast<uint32_t>(p);
-			if (h.changed)
-				h.changed();
-			return json{{"ok", true}}.dump();
-		}
-		if (cmd == "iterations" || cmd == "watch") {
-			uint64_t since = 0, max = 4096;
-			for (const char *k : {"since", "max"})
-				if (req.contains(k) && (!req[k].is_number_unsigned() ||
-							(std::string(k) == "max" && req[k] == 0)))
-					return reply_err("bad_request",
-							 std::string("\"") + k +
-								 "\" must be a positive integer");
-			since = req.value("since", uint64_t{0});
-			max = req.value("max", max);
-			if (cmd == "iterations") {
-				if (!h.events)
-					return reply_err("failed", "no iteration log");
-				json r = h.events(since, static_cast<size_t>(max));
-				r["ok"] = true;
-				return r.dump();
-			}
-			if (!h.watch)
-				return reply_err("failed", "watching is not supported");
-			json r{{"ok", true}, {"watch", true}};
-			std::string backlog = h.watch(since, !req.contains("since"), r);
-			std::string out = r.dump();
-			if (!backlog.empty())
-				out += "\n" + backlog.substr(0, backlog.size() - 1);
-			return out;
-		}
-		if (cmd == "shutdown") {
-			if (h.shutdown)
-				h.shutdown();
-			return json{{"ok", true}}.dump();
-		}
-	} catch (const json::exception &ex) {
-		return reply_err("bad_request", ex.what());
 	}
-	return reply_err("bad_request",
-			 "unknown cmd '" + cmd +
-				 "' (get, set, list, status, add, remove, prio, iterations, watch, "
-				 "shutdown)");
+	return unknown_cmd(cmd);
 }
 
 } // namespace hpcd
