@@ -1,6 +1,9 @@
 // hpcd's policy engine: the managed tasks, their pairing on emulated SMT
 // cores, the policy core's events, and what each task's cgroup should be set
-// to. No I/O: hpcd.cpp feeds it samples and records and applies its plan.
+// to. No I/O: the hooks (hooks.cpp) feed it events, the mechanism
+// (mechanism.cpp) applies its plan. Its members are defined in engine.cpp
+// (the tasks, their pairing), hooks.cpp (the events) and mechanism.cpp (the
+// plan, the placement and their helpers below).
 #pragma once
 
 #include <cstdint>
@@ -128,10 +131,10 @@ struct Task {
 	int ctx = -1; // context index: core ctx/2, sibling ctx^1
 	int cpu = -1; // < 0: not pinned (the kernel places it)
 	Quota quota;
-	// cgroup bookkeeping (hpcd.cpp)
+	// cgroup bookkeeping (hpcd.cpp, mechanism.cpp)
 	std::string cg, origin;
 	uint64_t closes = 0;
-	uint64_t logged_closes = 0; // hpcd.cpp: closes already logged (-v)
+	uint64_t logged_closes = 0; // hooks.cpp: closes already logged (-v)
 };
 
 uint32_t hpc_clamp_normal(const hpc_params &p);
@@ -179,7 +182,8 @@ public:
 	unsigned dilation() const;
 	uint32_t applied_prio(const Task &t) const;
 
-	// Policy core events. wakeup/record return true if an iteration closed.
+	// Policy core events (hooks.cpp). wakeup/record return true if an
+	// iteration closed.
 	void sleep(int pid, uint64_t now);
 	bool wakeup(int pid, uint64_t now);
 	// The period's tick: true if the core judged a task (hpc_on_tick()).
@@ -201,12 +205,14 @@ public:
 	}
 	// New knobs: bring priorities back into range.
 	void params_changed();
-	// Compute every task's quota and weight from the present state.
+	// Compute every task's quota and weight from the present state
+	// (mechanism.cpp).
 	void plan();
 	std::vector<Task *> active();
 
 private:
 	void closed(Task &t, uint64_t now);
+	void reweigh(const std::vector<Task *> &a);
 	void place_weight(const std::vector<Task *> &a);
 	bool one_per_thread();
 	Task *thread_sibling(const Task &t, bool one_per_thread);

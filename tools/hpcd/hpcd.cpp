@@ -4,18 +4,18 @@
 // boundaries from the MPI monitor's records, or else from the scheduler's
 // tracepoints (bpfsource.hpp) or /proc samples (procstat.hpp).
 //
+// This file is the daemon's plumbing: start-up, the sockets, the control
+// requests, status, the watchers and the sampling timer. It reads the event
+// sources (bpfsource.cpp, monitor.cpp, procstat.cpp with wakefilter.cpp),
+// which are hpcd's equivalent of the kernel's scheduler core: what they tell
+// goes to the hooks (hooks.cpp), as the kernel's core calls the class's hooks
+// (kernel/kernel/sched/hpc.c); the hooks hand each event to the policy core
+// (kernel/hpc-core/hpc_policy.c), whose decisions the mechanism
+// (mechanism.cpp) applies. README.md, "One event, three files".
+//
 // See tools/hpcd/README.md and hpcd(8).
-#include "bpfsource.hpp"
-#include "cgroup.hpp"
-#include "control.hpp"
-#include "engine.hpp"
-#include "guardian.hpp"
-#include "itlog.hpp"
-#include "monitor.hpp"
+#include "hpcd.hpp"
 #include "params_text.hpp"
-#include "procstat.hpp"
-#include "system.hpp"
-#include "wakefilter.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -50,56 +50,6 @@ namespace
 // (--source, $HPCD_SOURCE).
 const std::vector<std::string> kSources{"auto", "bpf", "proc"};
 
-struct Opts {
-	std::vector<int> pids;
-	std::vector<uint32_t> prios;
-	std::string cpus, control, monitor, mode = "weight", heuristic, balance = "on";
-	std::vector<std::string> settings;
-	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
-	double sample_ms = 2.0;
-	uint32_t min_burst_us = 200;
-	std::string source = "auto", bpf_btf;
-	bool no_adopt = false, exit_when_idle = false, cleanup = false, strict_cpus = false;
-	bool verbose = false;
-	uint32_t group_weight = 0;
-};
-
-// What a mode does to the programs it manages, said when it is chosen.
-std::string mode_cost(Mode m)
-{
-	if (m == Mode::SmtEmul)
-		return fmt::format(
-			"mode smt-emul: POWER5 SMT cores emulated by CPU bandwidth: a context "
-			"runs at most at the model's two-context speed ({} permille of a CPU at "
-			"equal priorities) while its sibling computes, and several contexts "
-			"share a CPU where there are fewer CPUs than contexts, so programs run "
-			"up to about 2x slower than without hpcd; for reproducing the paper "
-			"and for tests (mode=weight uses the real CPUs)",
-			hpc_smt_speed(HPC_PRIO_NORMAL, HPC_PRIO_NORMAL, true));
-	return "mode weight: ranks keep the real CPUs; where they share CPUs, CPU "
-	       "weights follow each rank's measured work and ranks are placed by load";
-}
-
-void log(const std::string &s)
-{
-	std::cerr << "hpcd: " << s << std::endl;
-}
-
-// Quota mode with fewer CPUs than SMT contexts: what is missing, and (unless
-// --strict-cpus refuses) what hpcd does about it.
-std::string too_few_cpus(size_t contexts, size_t cpus)
-{
-	return fmt::format("{} tasks need {} CPUs (one per SMT context) but {} {} available",
-			   contexts, contexts, cpus, cpus == 1 ? "is" : "are");
-}
-
-std::string emulating(unsigned per_cpu)
-{
-	return fmt::format(": emulating {} contexts per CPU, everything runs {}x slower (ratios "
-			   "as modelled)",
-			   per_cpu, per_cpu);
-}
-
 // The control socket, unless another hpcd answers on its path.
 int make_control(const std::string &path)
 {
@@ -114,128 +64,18 @@ int make_control(const std::string &path)
 	return listen_unix(SOCK_STREAM, path, 0600, 16);
 }
 
-struct Client {
-	std::string in, out;
-};
-
-// How a task came to hpcd: --pid or hpcctl's add (a launcher if hpcctl says
-// so), the monitor's hello, or found under a managed launcher (adopt_launched).
-enum class Via { Control, Launcher, Monitor, Scan };
-
-class Daemon
+// hpcd's own CPU time so far (utime + stime of /proc/self/stat), in ms.
+uint64_t own_cpu_ms()
 {
-public:
-	Daemon(Opts o, Cgroups cg) : o_(std::move(o)), cg_(std::move(cg)) {}
-	int run();
+	auto s = proc_stat(0);
+	long hz = ::sysconf(_SC_CLK_TCK);
+	return s && hz > 0 ? (s->utime + s->stime) * 1000 / static_cast<uint64_t>(hz) : 0;
+}
 
-	Engine e;
+} // namespace
 
-private:
-	// Before anything changes: the options taken (0), else the exit status.
-	int configure();
-	bool take_settings();
-	bool take_cpus(std::vector<int> &cpus);
-	void pair_cpus(const std::vector<int> &cpus);
-	int check_pids();
-	// Set up, then one wait (and what it brings) after another.
-	void block_signals();
-	void open_fds();
-	void install_hooks();
-	void add_pids();
-	void say_ready();
-	void poll_once();
-	// `since`: when the task's history starts (the monitor's hello: when
-	// MPI_Init returned; 0: now). `settle`: place every task and apply the
-	// plan now (false: the caller does, once for a batch of adds).
-	std::string add(int pid, const std::string &name, const std::string &job, int rank, Via via,
-			uint64_t since = 0, bool settle = true);
-	// Place every task, say who moved, and apply the plan.
-	void settle();
-	std::string origin_of(int pid, bool &inside) const;
-	void watch_exit(int pid);
-	std::string join_existing(Task &t, const std::string &job, int rank, Via via,
-				  uint64_t since);
-	int launcher_above(int pid, bool mark);
-	void adopt_launched();
-	void announce(const Task &t);
-	void released(int pid);
-	void to_watchers(const std::string &lines);
-	void announce_moved();
-	void drop(int pid, const char *why);
-	void drop_all(std::vector<int> pids, const char *why);
-	void apply();
-	void weigh_group();
-	void sample();
-	void start_source();
-	void follow(int pid);
-	void sample_proc(std::vector<int> &gone);
-	void read_bpf();
-	void on_events(Task &t, const std::vector<ProcEvent> &ev);
-	void arm_timer();
-	void on_record(const hpcmon_record &r);
-	void on_monitor_read(int fd);
-	void on_monitor_hangup(int pid);
-	void read_monitor();
-	void on_control_accept();
-	void on_client(int fd, short rev);
-	void on_signal();
-	json status();
-	void shutdown_all();
-	void release_sockets();
-	// Record what changed since the last look (itlog.hpp) and send it to
-	// the watchers: of every task, or of `only` and its sibling (an
-	// iteration of `only` closed: one look per event, not at every task).
-	void note(const Task *only = nullptr);
-	void log_records();
-	std::string watch(uint64_t since, bool from_now, json &reply);
-	void end_watchers(const std::string &reason);
-
-	Opts o_;
-	Cgroups cg_;
-	Guardian g_;
-	int ctl_ = -1, timer_ = -1, sig_ = -1;
-	MonitorSocket mon_;
-	std::map<int, Client> clients_;
-	IterationLog log_;
-	std::set<int> watchers_;
-	int cur_client_ = -1;
-	std::string end_reason_ = "hpcd exits";
-	std::map<int, ProcTracker> trackers_;
-	// The BPF source (null: /proc sampling); the tasks it follows have
-	// their Task::traced.
-	std::unique_ptr<BpfSource> bpf_;
-	uint64_t said_lost_ = 0;
-	// Something the plan depends on changed since the last apply().
-	bool changed_ = true;
-	uint64_t last_apply_ = 0;
-	// pid -> its pidfd: a task's exit ends it at once, not at the next
-	// sample (hpcctl run returns when its command's last task has gone).
-	// They wait in one epoll set (pidfd_ep_), so that a wake-up of hpcd
-	// costs the same with 4 tasks or 256.
-	std::map<int, int> pidfds_;
-	int pidfd_ep_ = -1;
-	std::vector<int> exited();
-	std::map<int, std::vector<int>> orig_cpus_;
-	std::map<int, Quota> applied_q_;
-	std::map<int, uint32_t> applied_w_;
-	std::map<int, int> applied_cpu_;
-	std::map<int, int> announced_ctx_; // the context each task was last announced on
-	// Where a task is: 1 its own cgroup, 0 its original one, -1 another of
-	// hpcd's (its launcher's, which it inherited).
-	std::map<int, int> in_cg_;
-	long timer_ns_ = 0;    // the sampling timer's present period
-	std::set<int> passed_; // under a launcher, not adopted (ignore_ranks, failed)
-	uint64_t last_scan_ = 0;
-	uint32_t group_w_ = 0;
-	Topology topo_;
-	ControlHooks hooks_;
-	bool running_ = true, had_task_ = false;
-	size_t max_tasks_ = 0;
-	bool said_weighing_ = false; // weight mode: whether hpcd last said it weighs the ranks
-	size_t said_contexts_ = 0; // the most SMT contexts hpcd said it emulates
-	std::optional<Mode> said_mode_; // the mode hpcd last said what it costs
-	uint64_t started_ = mono_ns(), samples_ = 0, records_ = 0;
-};
+namespace hpcd
+{
 
 // A managed task the monitor says hello for is a rank now: its boundaries
 // come from the monitor (it was sampled from /proc if found under a launcher).
@@ -521,120 +361,6 @@ void Daemon::drop(int pid, const char *why)
 	}
 }
 
-// Moving tasks into a child cgroup makes them one scheduling entity against
-// the rest of the machine: give hpcd's tree the weight its tasks had (100 per
-// task, cpu.weight units), or --group-weight.
-void Daemon::weigh_group()
-{
-	// The most cgroups allow, unless --group-weight says otherwise: the
-	// managed job runs ahead of other normal work, as SCHED_HPC ranks above
-	// the fair class. (100 per task was measured to be less than the tasks
-	// had outside: a root-level task against a nice-10 build kept 87 % of a
-	// CPU, one two levels down in a tree of 100 per task 58 %.)
-	uint32_t w = o_.group_weight ? o_.group_weight : 10000;
-	if (w == group_w_)
-		return;
-	try {
-		cg_.set_weight(cg_.rel_instance(), w);
-		// hpcsched/ is shared by hpcd instances: never lower it.
-		uint32_t parent = w;
-		auto cur = read_file(cg_.abs("/hpcsched") + (cg_.layout().version == CgVersion::V1
-								     ? "/cpu.shares"
-								     : "/cpu.weight"));
-		if (cur) {
-			uint64_t c = std::strtoull(cur->c_str(), nullptr, 10);
-			if (cg_.layout().version == CgVersion::V1)
-				c = c * 100 / 1024;
-			parent = std::max<uint32_t>(
-				w, static_cast<uint32_t>(std::min<uint64_t>(c, 10000)));
-		}
-		cg_.set_weight("/hpcsched", parent);
-		group_w_ = w;
-	} catch (const std::exception &ex) {
-		log(std::string("group weight: ") + ex.what());
-	}
-}
-
-// Bring cgroups and affinities in line with the engine's plan.
-void Daemon::apply()
-{
-	changed_ = false;
-	last_apply_ = mono_ns();
-	// More contexts than CPUs (from --pid, hpcctl run or the monitor's
-	// hellos): say so once for every new high.
-	if (size_t n = e.active().size();
-	    e.s.mode == Mode::SmtEmul && n > e.cpus.size() && n > said_contexts_) {
-		said_contexts_ = n;
-		log(too_few_cpus(n, e.cpus.size()) + emulating(e.dilation()));
-	}
-	if (e.s.mode != said_mode_) {
-		said_mode_ = e.s.mode;
-		log(mode_cost(e.s.mode));
-	}
-	note();
-	weigh_group();
-	e.plan();
-	std::vector<int> gone;
-	const bool own_cg = e.needs_cgroups();
-	if (e.s.mode == Mode::Weight && e.weighing != said_weighing_) {
-		said_weighing_ = e.weighing;
-		log(e.weighing
-			    ? "the ranks' loads differ (the heaviest > 1.5 times the lightest): "
-			      "each rank in its cgroup, weighed and placed by load"
-			    : "the ranks' loads are even again (within 1.25 times): back in their "
-			      "own cgroups, unpinned, as under plain mpirun");
-	}
-	for (auto &[pid, t] : e.tasks) {
-		try {
-			// Into its own cgroup when quotas or weights are needed, back
-			// to where it was when not.
-			const int want = t.launcher || own_cg;
-			if (in_cg_[pid] != want) {
-				cg_.attach(want ? t.cg : t.origin, pid);
-				in_cg_[pid] = want;
-			}
-			// Not pinned (weight mode, the kernel places it): its own
-			// CPUs again if hpcd pinned it before.
-			if (!t.launcher && t.cpu < 0 && applied_cpu_[pid] != 0) {
-				if (!set_affinity(pid, orig_cpus_[pid])) {
-					gone.push_back(pid);
-					continue;
-				}
-				applied_cpu_[pid] = 0;
-			}
-			if (!t.launcher && t.cpu >= 0 && applied_cpu_[pid] != t.cpu + 1) {
-				if (!set_affinity(pid, {t.cpu})) {
-					gone.push_back(pid);
-					continue;
-				}
-				applied_cpu_[pid] = t.cpu + 1;
-			}
-			// Outside its cgroup a task's quota and weight do nothing:
-			// they are written when it moves in (a write of cpu.shares
-			// locks every CPU's runqueue, and weights change with every
-			// barrier).
-			if (!want)
-				continue;
-			auto &q = applied_q_[pid];
-			if (!(q == t.quota)) {
-				cg_.set_quota(t.cg, t.quota.quota_us, t.quota.period_us,
-					      q.period_us != t.quota.period_us);
-				q = t.quota;
-			}
-			uint32_t w =
-				e.s.mode == Mode::Weight && !t.launcher ? t.weight : kWeightUnit;
-			if (applied_w_[pid] != w) {
-				cg_.set_weight(t.cg, w);
-				applied_w_[pid] = w;
-			}
-		} catch (const std::exception &ex) {
-			log(fmt::format("pid {}: {}", pid, ex.what()));
-		}
-	}
-	drop_all(gone, "exited");
-	arm_timer();
-}
-
 // Sample every --sample-ms while a decision needs the tasks' live state
 // (quotas, weights); when hpcd only watches (weight mode, nobody weighed or
 // held back), every 50 ms: a program hpcd cannot speed up pays next to
@@ -699,6 +425,10 @@ void Daemon::follow(int pid)
 	}
 }
 
+// One period of the sampling timer: what the event sources tell goes to the
+// hooks (hooks.cpp: the monitor's records, the BPF source's and /proc's
+// sleeps and wake-ups), then the period's tick (Daemon::on_tick), which
+// applies the plan if anything changed.
 void Daemon::sample()
 {
 	uint64_t exp;
@@ -714,17 +444,7 @@ void Daemon::sample()
 		last_scan_ = now;
 		adopt_launched();
 	}
-	// A held record whose sibling's never came (its wait stayed below
-	// min_wait): apply it alone.
-	changed_ |= e.flush(mono_ns(), 20 * 1000000ull);
-	// The period's tick, after every event up to now: the core judges the
-	// task on the critical path, which never waits (hpc_on_tick()).
-	changed_ |= e.tick(mono_ns());
-	log_records();
-	// Nothing happened in this period (no event, no record, no state
-	// change): nothing to plan, unless the last plan is 50 ms old.
-	if (const uint64_t now = mono_ns(); changed_ || now - last_apply_ >= 50000000ull)
-		apply();
+	on_tick();
 }
 
 // The tasks the BPF source does not follow: their state and run time now.
@@ -742,8 +462,7 @@ void Daemon::sample_proc(std::vector<int> &gone)
 		uint64_t run = ss ? parse_schedstat(*ss).value_or(0) : 0;
 		auto tr = trackers_.try_emplace(pid, uint64_t{o_.min_burst_us} * 1000).first;
 		auto ev = tr->second.sample(mono_ns(), ps->state, run);
-		changed_ |= t.live_runnable != tr->second.runnable();
-		t.live_runnable = tr->second.runnable();
+		on_runnable(t, tr->second.runnable());
 		on_events(t, ev);
 	}
 }
@@ -768,33 +487,13 @@ void Daemon::read_bpf()
 		ev.clear();
 		t.traced->flush(now, ev);
 		on_events(t, ev);
-		changed_ |= t.live_runnable != t.traced->runnable();
-		t.live_runnable = t.traced->runnable();
+		on_runnable(t, t.traced->runnable());
 	}
 	if (const uint64_t lost = bpf_->lost(); lost > said_lost_) {
 		log(fmt::format("BPF source: {} event(s) lost so far (ring buffer full): a "
 				"task's state may lag until its next event",
 				lost));
 		said_lost_ = lost;
-	}
-}
-
-// A sampled or traced task's sleeps and wake-ups, to the policy core (a rank
-// with the monitor, or a launcher, has its boundaries from elsewhere).
-void Daemon::on_events(Task &t, const std::vector<ProcEvent> &ev)
-{
-	if (t.monitored || t.launcher)
-		return;
-	changed_ |= !ev.empty();
-	for (auto &x : ev) {
-		if (x.kind == ProcEvent::Sleep) {
-			e.sleep(t.pid, x.at);
-		} else if (e.wakeup(t.pid, x.at)) {
-			if (o_.verbose)
-				log(fmt::format("{} iteration {} U {} prio {}", t.pid, t.t.nr_iter,
-						t.t.last_util, e.applied_prio(t)));
-			note(&t);
-		}
 	}
 }
 
@@ -816,7 +515,8 @@ std::vector<int> Daemon::exited()
 	return gone;
 }
 
-// One record of a rank's monitor.
+// One record of a rank's monitor: a hello adopts the rank, a bye releases
+// it, an iteration goes to its hook (Daemon::on_iteration).
 void Daemon::on_record(const hpcmon_record &r)
 {
 	records_++;
@@ -835,11 +535,7 @@ void Daemon::on_record(const hpcmon_record &r)
 	} else if (r.kind == HPCMON_BYE) {
 		drop(r.pid, "the monitor said bye");
 	} else if (r.kind == HPCMON_ITERATION) {
-		e.record(r, mono_ns());
-		log_records();
-		// Records of one barrier close iterations of both siblings:
-		// look after each, so that no iteration goes unseen.
-		note(e.find(r.pid));
+		on_iteration(r);
 	}
 }
 
@@ -858,30 +554,6 @@ void Daemon::on_monitor_read(int fd)
 		fd, [this](const hpcmon_record &r) { on_record(r); },
 		[this](int pid) { on_monitor_hangup(pid); });
 	apply();
-}
-
-// -v: one line per iteration the monitor's records closed, for every rank
-// (a held record is applied with its sibling's, or alone by flush()).
-void Daemon::log_records()
-{
-	if (!o_.verbose)
-		return;
-	for (auto &[pid, t] : e.tasks) {
-		if (!t.monitored || t.closes == t.logged_closes)
-			continue;
-		t.logged_closes = t.closes;
-		log(fmt::format("{} rank {} iteration {} U {} heur {} run {} wait {} prio {}", pid,
-				t.rank, t.t.nr_iter, t.t.last_util, t.t.heur_util,
-				t.t.last_run / 1000, t.t.last_wait / 1000, e.applied_prio(t)));
-	}
-}
-
-// hpcd's own CPU time so far (utime + stime of /proc/self/stat), in ms.
-uint64_t own_cpu_ms()
-{
-	auto s = proc_stat(0);
-	long hz = ::sysconf(_SC_CLK_TCK);
-	return s && hz > 0 ? (s->utime + s->stime) * 1000 / static_cast<uint64_t>(hz) : 0;
 }
 
 json Daemon::status()
@@ -1331,6 +1003,11 @@ int Daemon::run()
 			(mono_ns() - started_) / 1e9, own_cpu_ms(), max_tasks_, log_.next() - 1));
 	return rc;
 }
+
+} // namespace hpcd
+
+namespace
+{
 
 // hpcd's options, into `o`.
 void add_options(CLI::App &app, Opts &o)
