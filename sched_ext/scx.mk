@@ -6,8 +6,9 @@
 #                         loader, scx_simple and the test programs -> build/scx/
 #   make scx-guest-run    boot the test kernel once with only the scx cases
 #   make scx-bench        scx_hpc's per-event cost beside scx_simple's (guest)
-# Suites: scx-host (BPF object, skeleton, loader knob checks: no sched_ext
-# needed on the host), scx-guest (sched_ext/tests/guest-cases in QEMU).
+# Suites: scx-host (BPF object, skeleton, loader knob checks, hpcctl's scx
+# backend: no sched_ext needed on the host), scx-guest
+# (sched_ext/tests/guest-cases in QEMU, with hpcctl).
 # Options: SCX_KSRC (kernel tree for tools/, default build-kernel/src or
 # $(KSRC)), SCX_VMLINUX (vmlinux with BTF, default build-kernel/vmlinux).
 
@@ -128,8 +129,9 @@ $(SCX_ROOT)/usr/local/share/scx_hpc/lib.sh: $(SCX_DIR)/tests/lib.sh
 
 # The guest image with the scx binaries (its own initrd: build-kernel/initrd.gz
 # is left as the other suites build it).
-# hpcctl (for `hpcctl --backend scx`) goes in with the shared libraries it
-# needs (the guest has none of its own).
+# hpcctl (for `hpcctl --backend scx`, which inspects and changes the running
+# scx_hpc) goes in with the shared libraries it needs (the guest has none of
+# its own).
 SCX_HPCCTL_ROOT := $(SCX_OUT)/hpcctl-root
 
 scx-hpcctl: hpcd
@@ -146,8 +148,8 @@ scx-guest-initrd: scx scx-hpcctl
 # then wake-up latency, hackbench and shares as normal, SCHED_HPC and
 # SCHED_EXT tasks (91-scx-wakemix.sh), in one boot; prints the tables,
 # asserts nothing about the numbers.
-scx-bench: kernel scx
-	@GUEST_EXTRA=$(SCX_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/bench-cases \
+scx-bench: kernel scx scx-hpcctl
+	@GUEST_EXTRA=$(SCX_ROOT):$(SCX_HPCCTL_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/bench-cases \
 		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd-bench.gz
 	@RESULTS=$(SCX_OUT)/bench-results tests/guest/run-qemu --name scx-bench --smp 2 \
 		--initrd $(SCX_OUT)/initrd-bench.gz --cases '9*-scx-*'

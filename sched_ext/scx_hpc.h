@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * scx_hpc: types shared by the BPF scheduler (scx_hpc.bpf.c) and its loader
- * (scx_hpc.cpp). The BPF side includes this after vmlinux.h and the policy
- * core; user space after <linux/types.h> (through hpc_types.h).
+ * scx_hpc: types shared by the BPF scheduler (scx_hpc.bpf.c), its loader
+ * (scx_hpc.cpp) and hpcctl's scx backend (tools/hpcd/scx_maps.cpp). The BPF
+ * side includes this after vmlinux.h and the policy core; user space after
+ * <linux/types.h> (through hpc_types.h).
  */
 #ifndef SCX_HPC_H
 #define SCX_HPC_H
@@ -12,8 +13,22 @@
 #define SCX_HPC_MAX_CPUS	64	/* per-CPU maps and loops are bounded by it */
 #define SCX_HPC_MAX_TASKS	8192	/* entries of the task_info map (LRU) */
 
-/* The one element of the params map. The loader validates it (the core's
- * hpc_params_check() plus the core's HPC_{MIN,MAX}_{TIMESLICE,EMUL_PERIOD}_US) before every write. */
+/*
+ * The names user space finds a running instance by: sched_ext's root/ops,
+ * its programs' prefix, and the maps hpcctl reads and writes (found through
+ * the map id iteration by name and value size: nothing is pinned). The BPF
+ * side declares the maps under these names.
+ */
+#define SCX_HPC_OPS_NAME	"hpc"
+#define SCX_HPC_PROG_PREFIX	"hpc_"
+#define SCX_HPC_MAP_PARAMS	"params_map"	/* array[1]: struct scx_hpc_params */
+#define SCX_HPC_MAP_CPUS	"cpu_ctx"	/* array[SCX_HPC_MAX_CPUS]: struct scx_hpc_cpu */
+#define SCX_HPC_MAP_TASKS	"task_info"	/* LRU hash pid -> struct scx_hpc_task_info */
+#define SCX_HPC_MAP_FIXED	"fixed_prios"	/* hash pid -> u32 fixed priority */
+
+/* The one element of the params map. User space validates it (the core's
+ * hpc_params_check() plus the core's HPC_{MIN,MAX}_{TIMESLICE,EMUL_PERIOD}_US:
+ * scx_hpc_user.cpp) before every write. */
 struct scx_hpc_params {
 	struct hpc_params core;
 	u32 slice_us;		/* RR time slice */
@@ -23,7 +38,7 @@ struct scx_hpc_params {
 	u32 gen;		/* bumped by every writer */
 };
 
-/* Per-CPU scheduler state (array map indexed by CPU; the loader sums the
+/* Per-CPU scheduler state (array map indexed by CPU; user space sums the
  * counters for its statistics). Written under the CPU's rq lock, except the
  * counters marked (atomic); read racily by the sibling, the timer and user
  * space, which only need a recent value. */
@@ -58,7 +73,7 @@ struct scx_hpc_cpu {
 	u64 nr_wake_preempt;	/* waking tasks that preempted the running one */
 };
 
-/* What the loader shows of each task (LRU hash keyed by pid). Updated when
+/* What user space shows of each task (LRU hash keyed by pid). Updated when
  * the task joins, when one of its iterations closes, when it is judged and
  * when it leaves. */
 struct scx_hpc_task_info {
@@ -72,7 +87,7 @@ struct scx_hpc_task_info {
 	u32 heur_util;
 	u32 cpu;		/* CPU of the last update */
 	u32 exited;		/* the task left sched_ext (exit or policy change) */
-	u32 fixed_prio;		/* scx_hpc --prio: fixed priority, 0: dynamic */
+	u32 fixed_prio;		/* hpcctl prio: fixed priority, 0: dynamic */
 	u64 nr_iter;
 	u64 nr_judged;		/* judged by its sibling's closes (never waits) */
 	u64 last_run_ns;

@@ -2,6 +2,7 @@
 # in the scx guest image as /usr/local/share/scx_hpc/lib.sh (busybox ash).
 SCX=/sys/kernel/sched_ext
 SCX_HPC=/usr/local/bin/scx_hpc
+HPCCTL=/usr/local/bin/hpcctl
 fail=0
 scx_pid=
 
@@ -27,10 +28,14 @@ wait_state() {
 	return 1
 }
 
+# H ARGS: hpcctl --backend scx, which inspects and changes the running
+# scx_hpc (status [--json|--tasks|--progs], top, get, set, prio, trace)
+H() { $HPCCTL --backend scx "$@"; }
+
 # Cases need the scx image (make scx-guest-initrd); elsewhere they skip.
 need_scx() {
-	if [ ! -x $SCX_HPC ] || [ ! -e $SCX/state ]; then
-		echo "ok - $1 # SKIP scx_hpc or sched_ext not in this image"
+	if [ ! -x $SCX_HPC ] || [ ! -x $HPCCTL ] || [ ! -e $SCX/state ]; then
+		echo "ok - $1 # SKIP scx_hpc, hpcctl or sched_ext not in this image"
 		exit 0
 	fi
 	if [ "$(state)" != disabled ]; then
@@ -74,9 +79,10 @@ stop_hpc() {
 # json_field FIELD < one-line JSON object: its numeric value
 json_field() { sed -n "s/.*\"$1\":\\([0-9-]*\\).*/\\1/p" | head -n 1; }
 
-# task_field PID FIELD: a field of PID's entry in scx_hpc --dump-tasks --json
+# task_field PID FIELD: a field of PID's entry in scx_hpc's task map
+# (hpcctl --backend scx status --tasks --json: an entry a line)
 task_field() {
-	$SCX_HPC --dump-tasks --json 2>/dev/null | grep "\"pid\":$1," | json_field "$2"
+	H status --tasks --json 2>/dev/null | grep "\"pid\":$1," | json_field "$2"
 }
 
 cleanup() {
@@ -89,7 +95,7 @@ trap cleanup EXIT
 no_hpc_prog() {
 	n=50
 	while [ "$n" -gt 0 ]; do
-		$SCX_HPC --prog-info > /dev/null 2>&1 || return 0
+		H status --progs > /dev/null 2>&1 || return 0
 		sleep 0.1
 		n=$((n - 1))
 	done

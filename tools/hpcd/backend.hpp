@@ -1,7 +1,7 @@
 // What hpcctl's commands ask of a backend: the kernel class SCHED_HPC
 // (backend_kernel.cpp: /sys/kernel/sched_hpc, /proc, tracefs), the daemon
 // hpcd (backend_hpcd.cpp: its control socket) or scx_hpc, the sched_ext
-// scheduler (backend_scx.cpp: its loader). make_backend() picks one from
+// scheduler (backend_scx.cpp: its loader and maps). make_backend() picks one from
 // the options; the commands do not ask which.
 #pragma once
 
@@ -62,6 +62,10 @@ public:
 	virtual void prio(int pid, int prio) = 0;
 	// `status`: the backend's state, with "backend".
 	virtual nlohmann::json status() = 0;
+	// `status`, printed: one JSON line or indented; by default status()
+	// (scx_hpc's keeps its keys' order, and prints its task map or its
+	// programs with --tasks or --progs, which the others refuse).
+	virtual void print_status(bool one_line);
 
 	// `top`: attach to the running backend, then its tasks and its title.
 	virtual void attach() = 0;

@@ -1,26 +1,24 @@
-// hpcctl's backend for scx_hpc, the sched_ext scheduler, through its loader:
-// `scx_hpc --exit-when-idle` started detached when no instance runs,
-// `scx_hpc --set` to change a running one, `--prio` to fix a task's
-// priority, `--dump-tasks --json` and `--stats-once --json` for top, status
-// and trace (the loader reads the BPF maps). sched_ext's state is read from
+// hpcctl's backend for scx_hpc, the sched_ext scheduler: its loader
+// (`scx_hpc --exit-when-idle`) started detached when no instance runs; the
+// running instance's maps read and written directly (scx_maps.cpp) for
+// get, set, prio, status, top and trace. sched_ext's state is read from
 // $HPC_SCX_SYSFS (/sys/kernel/sched_ext).
 #include "backend.hpp"
 #include "control.hpp"
-extern "C" {
-#include "hpc_smt.h"
-}
 #include "params_text.hpp"
+#include "scx_maps.hpp"
 #include "system.hpp"
 #include "trace_cmd.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <iostream>
 #include <map>
-#include <poll.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -68,6 +66,19 @@ std::string scx_key(const std::string &s, const std::vector<std::string> &known)
 	fail(kBadSetting, unknown_key(k, known));
 }
 
+// KEY=VALUE settings by key (each refused, exit 2, if scx_hpc has no such
+// knob).
+std::map<std::string, std::string> knob_map(const std::vector<std::string> &kv)
+{
+	const auto known = scx_knobs();
+	std::map<std::string, std::string> val;
+	for (auto &s : kv) {
+		const std::string k = scx_key(s, known);
+		val[k] = s.substr(k.size() + 1);
+	}
+	return val;
+}
+
 // The loader's flags for checked settings.
 std::vector<std::string> scx_flags(const std::map<std::string, std::string> &val)
 {
@@ -88,37 +99,17 @@ std::vector<std::string> scx_flags(const std::map<std::string, std::string> &val
 	return flags;
 }
 
-// Check KEY=VALUE settings as scx_hpc's loader does (params_text: the same
-// parsers; with `whole_set`, hpc_params_check() over the defaults and them,
-// within the emulation's priority range); exit 2 before anything happens.
-// Returns the loader's flags for them.
+// Check KEY=VALUE settings as scx_hpc applies them (scx_hpc_user.cpp: the
+// values, and with `whole_set` the set over the defaults, within the
+// emulation's priority range; a running instance checks them against its
+// own values); exit 2 before anything happens. Returns the loader's flags
+// for them.
 std::vector<std::string> scx_check(const std::vector<std::string> &kv, bool whole_set)
 {
-	hpc_params p;
-	hpc_params_default(&p);
-	const hpc_prio_range range{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
-	const auto known = scx_knobs();
-	std::map<std::string, std::string> val, core;
-	for (auto &s : kv) {
-		const std::string k = scx_key(s, known), v = s.substr(k.size() + 1);
-		std::string err;
-		uint32_t n;
-		if (k == "backend") {
-			if (!hpc::parse_emul_backend(v, n, err))
-				fail(kBadSetting, err);
-		} else if (!hpc::is_sched_knob(k))
-			core[k] = v;
-		else if (!hpc::parse_sched_knob(k, v, n, err))
-			fail(kBadSetting, err);
-		val[k] = v;
-	}
-	// Together, as the loader applies them (params_text).
-	if (std::string err; !hpc::apply_values(p, core, err))
+	const auto val = knob_map(kv);
+	scx_hpc_params p = scxhpc::default_params();
+	if (std::string err; !scxhpc::apply_knobs(p, val, whole_set, err))
 		fail(kBadSetting, err);
-	// Against the defaults when scx_hpc is to be started; a running
-	// instance checks them against its own values (scx_hpc --set).
-	if (int e = whole_set ? hpc_params_check(&p, &range) : 0)
-		fail(kBadSetting, std::string("invalid parameters: ") + hpc_param_err_str(e));
 	return scx_flags(val);
 }
 
@@ -182,104 +173,15 @@ void scx_need_loaded()
 			    "); 'hpcctl --backend scx run -- CMD' starts it");
 }
 
-struct ScxOut {
-	int status = 0;
-	std::string out, err;
-};
-
-// Everything `out` and `err` carry until both close.
-void read_both(int out, int err, ScxOut &r)
+// The running instance's maps (fails, exit 1, if scx_hpc is not loaded).
+std::unique_ptr<scx::Maps> open_maps()
 {
-	pollfd fds[2] = {{out, POLLIN, 0}, {err, POLLIN, 0}};
-	int open_fds = 2;
-	while (open_fds > 0) {
-		if (::poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (int i = 0; i < 2; i++) {
-			if (fds[i].fd < 0 || !fds[i].revents)
-				continue;
-			char b[4096];
-			ssize_t n = ::read(fds[i].fd, b, sizeof b);
-			if (n > 0) {
-				(i ? r.err : r.out).append(b, static_cast<size_t>(n));
-			} else if (n == 0 || errno != EINTR) {
-				::close(fds[i].fd);
-				fds[i].fd = -1;
-				open_fds--;
-			}
-		}
-	}
-}
-
-// Run the loader with `args`, collecting its output.
-ScxOut scx_call(const Opts &o, const std::vector<std::string> &args)
-{
-	std::vector<std::string> argv{scx_bin(o)};
-	argv.insert(argv.end(), args.begin(), args.end());
-	int out[2], err[2];
-	pipe_or_fail(out);
-	pipe_or_fail(err);
-	pid_t pid = fork_or_fail();
-	if (pid == 0) {
-		::dup2(out[1], 1);
-		::dup2(err[1], 2);
-		auto a = argv_of(argv);
-		::execvp(a[0], a.data());
-		std::fprintf(stderr, "cannot run %s: %s", a[0], std::strerror(errno));
-		::_exit(127);
-	}
-	::close(out[1]);
-	::close(err[1]);
-	ScxOut r;
-	read_both(out[0], err[0], r);
-	r.status = wait_child(pid);
-	r.err = trim(r.err);
-	if (r.status == 127)
-		fail(kFail, "cannot run scx_hpc (" + argv[0] + "): " + r.err +
-				    "; give --scx-hpc BIN or $HPCCTL_SCX_HPC");
-	return r;
-}
-
-// A loader that failed fails hpcctl: its status 2 (a refused value) as 2,
-// anything else as 1, with what it said (without its "scx_hpc: ").
-[[noreturn]] void loader_failed(const ScxOut &r, const std::string &msg)
-{
-	fail(r.status == kBadSetting ? kBadSetting : kFail, msg);
-}
-
-std::string loader_said(const ScxOut &r)
-{
-	return r.err.substr(r.err.find("scx_hpc: ") == 0 ? 9 : 0);
-}
-
-json scx_json(const Opts &o, const std::vector<std::string> &args)
-{
-	ScxOut r = scx_call(o, args);
-	if (r.status != 0)
-		loader_failed(r, r.err.empty()
-					 ? fmt::format("scx_hpc exited with status {}", r.status)
-					 : loader_said(r));
-	try {
-		return json::parse(r.out);
-	} catch (const json::exception &e) {
-		fail(kFail, std::string("scx_hpc printed no JSON: ") + e.what());
-	}
-}
-
-// Change the running instance's knobs (scx_hpc checks them: status 2).
-void scx_set(const Opts &o, const std::vector<std::string> &kv)
-{
-	std::vector<std::string> args;
-	for (auto &s : kv) {
-		args.push_back("--set");
-		args.push_back(s);
-	}
-	ScxOut r = scx_call(o, args);
-	if (r.status != 0)
-		loader_failed(r, loader_said(r));
+	scx_need_loaded();
+	auto m = std::make_unique<scx::Maps>();
+	if (!m->find())
+		fail(kFail, std::string("scx_hpc is loaded but its maps were not found") +
+				    (geteuid() ? " (run as root)" : ""));
+	return m;
 }
 
 // ---- starting scx_hpc ---------------------------------------------------------------
@@ -338,7 +240,7 @@ void scx_start_or_reuse(const Opts &o, const std::vector<std::string> &kv)
 {
 	if (scx_settled()) {
 		if (!kv.empty())
-			scx_set(o, kv);
+			scx::set_params(*open_maps(), knob_map(kv));
 		return;
 	}
 	const auto flags = scx_check(kv, true);
@@ -368,63 +270,34 @@ void scx_start_or_reuse(const Opts &o, const std::vector<std::string> &kv)
 
 // ---- hpcctl trace: scx_hpc's per-task map, sampled -----------------------------------
 
-// An unloading scx_hpc loses its maps before sched_ext's state leaves
-// "enabled": give the state up to a second to follow. Why the recording
-// ends ("" if scx_hpc is still loaded).
+// Why the recording ends: "" while scx_hpc is loaded; once it is not (it
+// unloaded, or another scheduler took over), sched_ext's state.
 std::string scx_gone()
 {
 	std::string ops;
 	std::string state = scx_state(&ops);
-	for (int i = 0; i < 20 && is_loaded(state, ops); i++) {
-		std::this_thread::sleep_for(std::chrono::milliseconds(50));
-		state = scx_state(&ops);
-	}
 	if (is_loaded(state, ops))
 		return "";
 	return "scx_hpc unloaded (sched_ext state " + state +
 	       (ops.empty() || ops == "none" ? "" : ", " + ops) + ")";
 }
 
-// One sample of scx_hpc's per-task map into the record. `now` 0: the
-// baseline. When scx_hpc is gone (unloaded, or another scheduler took over)
-// `reason` says so and the recording ends with what it has; a loader that
-// fails or prints something else than its map is an error (no file is
-// left, as for any failed trace).
-void scx_sample(const Opts &o, trace::ScxSampler &sampler, Recorder &r, uint64_t now,
-		std::string &reason)
+// The task map as the sampler reads it (the status --tasks JSON's entries).
+std::vector<trace::ScxTask> scx_tasks(const scx::Maps &m)
 {
-	ScxOut out = scx_call(o, {"--dump-tasks", "--json"});
-	if (out.status != 0) {
-		reason = scx_gone();
-		if (!reason.empty())
-			return;
-		fail(kFail,
-		     "trace: scx_hpc --dump-tasks failed: " +
-			     (out.err.empty() ? fmt::format("status {}", out.status) : out.err));
-	}
-	std::vector<trace::ScxTask> tasks;
-	try {
-		tasks = trace::parse_scx_tasks(json::parse(out.out));
-	} catch (const json::exception &) {
-		fail(kFail,
-		     "trace: scx_hpc --dump-tasks printed no JSON: " + trim(out.out).substr(0, 80));
-	} catch (const std::runtime_error &e) {
-		fail(kFail, std::string("trace: ") + e.what());
-	}
-	auto got = sampler.sample(tasks, now ? now : hpcd::mono_ns());
-	for (auto &ti : got.tasks)
-		r.task(ti);
-	for (auto &i : got.iters)
-		r.iter(i);
-	for (auto &p : got.prios)
-		r.prio(p);
-	r.missed += got.missed;
+	json dump = json::array();
+	for (auto &t : scxhpc::read_tasks(m.tasks))
+		dump.push_back(json(scx::task_json(t)));
+	return trace::parse_scx_tasks(dump);
 }
 
 class ScxRecording : public Recording
 {
 public:
-	ScxRecording(const Opts &o, int sample_ms) : o_(o), sample_ms_(sample_ms) {}
+	ScxRecording(const Opts &o, int sample_ms, std::unique_ptr<scx::Maps> maps)
+	    : o_(o), sample_ms_(sample_ms), maps_(std::move(maps))
+	{
+	}
 	Child spawn(const std::vector<int> &membind) override
 	{
 		return hpcctl::spawn(o_.cmd, membind, kSchedExt);
@@ -434,15 +307,12 @@ public:
 		return (200 + 2 * static_cast<uint64_t>(sample_ms_)) * 1000000ull;
 	}
 	// The baseline: what scx_hpc's map holds before the recording starts.
-	void begin(Recorder &r, std::string &reason) override
-	{
-		scx_sample(o_, sampler_, r, 0, reason);
-	}
+	void begin(Recorder &r, std::string &reason) override { sample(r, 0, reason); }
 	void poll(Recorder &r, int wait_ms, std::string &reason) override
 	{
 		std::this_thread::sleep_for(
 			std::chrono::milliseconds(std::min(wait_ms, sample_ms_)));
-		scx_sample(o_, sampler_, r, hpcd::mono_ns(), reason);
+		sample(r, hpcd::mono_ns(), reason);
 	}
 	const char *no_iteration() const override
 	{
@@ -451,8 +321,26 @@ public:
 	}
 
 private:
+	// One sample of the map into the record (`now` 0: the baseline), or
+	// why the recording ends when scx_hpc is gone.
+	void sample(Recorder &r, uint64_t now, std::string &reason)
+	{
+		reason = scx_gone();
+		if (!reason.empty())
+			return;
+		auto got = sampler_.sample(scx_tasks(*maps_), now ? now : hpcd::mono_ns());
+		for (auto &ti : got.tasks)
+			r.task(ti);
+		for (auto &i : got.iters)
+			r.iter(i);
+		for (auto &p : got.prios)
+			r.prio(p);
+		r.missed += got.missed;
+	}
+
 	const Opts &o_;
 	const int sample_ms_;
+	std::unique_ptr<scx::Maps> maps_;
 	trace::ScxSampler sampler_;
 };
 
@@ -475,18 +363,11 @@ public:
 		if (kv.empty())
 			fail(kUsage, "set: give KEY=VALUE");
 		scx_check(kv, false);
-		scx_need_loaded();
-		scx_set(o_, kv);
+		scx::set_params(*open_maps(), knob_map(kv));
 	}
 	void prio(int pid, int prio) override;
-	json status() override
-	{
-		scx_need_loaded();
-		json j = scx_json(o_, {"--stats-once", "--json"});
-		j["backend"] = "scx";
-		j["sysfs"] = scx_sysfs();
-		return j;
-	}
+	json status() override { return json(stats()); }
+	void print_status(bool one_line) override;
 	void attach() override { scx_need_loaded(); }
 	json tasks() override;
 	std::string label() override { return "scx_hpc (sched_ext)"; }
@@ -501,15 +382,51 @@ public:
 	void check_trace() const override {}
 	std::unique_ptr<Recording> record(const std::vector<std::string> &kv,
 					  trace::Trace &t) override;
+
+private:
+	// The statistics with the backend and sched_ext's directory first.
+	scx::ojson stats();
+	// The maps, looked up at the first use; scx_hpc still loaded.
+	const scx::Maps &maps()
+	{
+		if (!maps_)
+			maps_ = open_maps();
+		else
+			scx_need_loaded();
+		return *maps_;
+	}
+
+	std::unique_ptr<scx::Maps> maps_;
 };
+
+scx::ojson ScxBackend::stats()
+{
+	const scx::Maps &m = maps();
+	std::string ops;
+	const std::string state = scx_state(&ops);
+	scx::ojson j = {{"backend", "scx"}, {"sysfs", scx_sysfs()}};
+	j.update(scx::stats_json(scx::read_stats(m), state, ops));
+	return j;
+}
+
+// status: the statistics; with --tasks the task map, with --progs the
+// loaded programs (scx_hpc's, or any prefix's: loaded or not).
+void ScxBackend::print_status(bool one_line)
+{
+	if (o_.status_progs)
+		std::cout << scx::progs_text(o_.prog_prefix, one_line);
+	else if (o_.status_tasks)
+		std::cout << scx::tasks_text(scxhpc::read_tasks(maps().tasks), one_line);
+	else
+		std::cout << (one_line ? scx::dump(stats()) : stats().dump(2)) << "\n";
+}
 
 void ScxBackend::get(const std::string &key)
 {
 	const auto known = scx_knobs();
 	if (!key.empty() && std::find(known.begin(), known.end(), key) == known.end())
 		fail(kBadSetting, unknown_key(key, known));
-	scx_need_loaded();
-	json p = scx_json(o_, {"--stats-once", "--json"})["params"];
+	json p = scx::params_json(scx::read_params(maps()));
 	if (!key.empty()) {
 		std::cout << value_text(p[key]) << "\n";
 		return;
@@ -518,52 +435,57 @@ void ScxBackend::get(const std::string &key)
 		std::cout << k << "=" << value_text(p[k]) << "\n";
 }
 
-// Fix a task's priority in the running instance (scx_hpc --prio checks the
-// value, status 2, and that the task is SCHED_EXT, status 1).
+// Fix a task's priority in the running instance: the value is checked
+// (exit 2), then that the task is SCHED_EXT (exit 1), before anything is
+// written.
 void ScxBackend::prio(int pid, int prio)
 {
-	if (prio != 0 && (prio < HPC_SMT_EMUL_PRIO_MIN || prio > HPC_SMT_EMUL_PRIO_MAX))
+	const auto range = scxhpc::kPrioRange;
+	if (prio != 0 && (prio < static_cast<int>(range.min) || prio > static_cast<int>(range.max)))
 		fail(kBadSetting, fmt::format("prio: {} is outside {}..{} (0: dynamic)", prio,
-					      HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX));
+					      range.min, range.max));
 	scx_need_loaded();
-	ScxOut r = scx_call(o_, {"--prio", fmt::format("{}={}", pid, prio)});
-	if (r.status != 0)
-		loader_failed(r, "prio: " + loader_said(r));
+	const int pol = ::sched_getscheduler(pid);
+	if (pol < 0)
+		fail(kFail, fmt::format("prio: no task {}", pid));
+	if ((pol & ~SCHED_RESET_ON_FORK) != kSchedExt)
+		fail(kFail, fmt::format("prio: task {} is not SCHED_EXT (policy {}): scx_hpc does "
+					"not schedule it",
+					pid, pol & ~SCHED_RESET_ON_FORK));
+	scx::fix_prio(maps(), static_cast<uint32_t>(pid), static_cast<uint32_t>(prio));
 }
 
 // scx_hpc's per-task map as hpcctl top shows it: live tasks only.
 json ScxBackend::tasks()
 {
 	json out = json::array();
-	for (auto &t : scx_json(o_, {"--dump-tasks", "--json"})) {
-		if (t.value("exited", 0) != 0)
+	for (auto &t : scxhpc::read_tasks(maps().tasks)) {
+		if (t.exited)
 			continue;
-		json j{{"pid", t["pid"]},
-		       {"name", t.value("comm", std::string())},
-		       {"tgid", t["tgid"]},
-		       {"cpu", t["cpu"]},
-		       {"iterations", t["iterations"]},
-		       {"judgements", t["judgements"]},
-		       {"last_util", t["last_util"]},
-		       {"global_util", t["global_util"]},
-		       {"prio", t["prio"]},
-		       {"throttled_ns", t["throttled_ns"]},
-		       {"run_ns", t["run_ns"]}};
-		out.push_back(j);
+		out.push_back({{"pid", t.pid},
+			       {"name", scx::comm_of(t)},
+			       {"tgid", t.tgid},
+			       {"cpu", t.cpu},
+			       {"iterations", t.nr_iter},
+			       {"judgements", t.nr_judged},
+			       {"last_util", t.last_util},
+			       {"global_util", t.global_util},
+			       {"prio", t.prio},
+			       {"throttled_ns", t.throttled_ns},
+			       {"run_ns", t.run_ns}});
 	}
 	return out;
 }
 
 std::unique_ptr<Recording> ScxBackend::record(const std::vector<std::string> &kv, trace::Trace &t)
 {
-	if (o_.cmd.empty())
-		scx_need_loaded();
-	else
+	if (!o_.cmd.empty())
 		scx_start_or_reuse(o_, kv);
+	auto m = open_maps();
 	const int sample_ms = o_.sample_ms ? o_.sample_ms : 10;
-	t.settings = scx_json(o_, {"--stats-once", "--json"}).value("params", json::object());
+	t.settings = json(scx::params_json(scx::read_params(*m)));
 	t.settings["sample_ms"] = sample_ms;
-	return std::make_unique<ScxRecording>(o_, sample_ms);
+	return std::make_unique<ScxRecording>(o_, sample_ms, std::move(m));
 }
 
 } // namespace

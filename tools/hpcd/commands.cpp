@@ -94,8 +94,7 @@ int top_cmd(const Opts &o)
 
 int status_cmd(const Opts &o)
 {
-	json j = make_backend(o)->status();
-	std::cout << (o.json_out ? j.dump() : j.dump(2)) << "\n";
+	make_backend(o)->print_status(o.json_out);
 	return kOk;
 }
 

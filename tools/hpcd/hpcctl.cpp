@@ -94,6 +94,21 @@ CLI::App *add_prio(CLI::App &app, Opts &o)
 	return c;
 }
 
+CLI::App *add_status(CLI::App &app, Opts &o)
+{
+	auto *c = app.add_subcommand("status", "backend, tunables and daemon state");
+	c->add_flag("--json", o.json_out, "one JSON line");
+	auto *t = c->add_flag("--tasks", o.status_tasks,
+			      "--backend scx: scx_hpc's task map, every entry and field");
+	c->add_flag("--progs", o.status_progs,
+		    "--backend scx: the loaded BPF programs' instruction counts, runs and run "
+		    "time (kernel.bpf_stats_enabled=1)")
+		->excludes(t);
+	c->add_option("--prefix", o.prog_prefix,
+		      "--progs: the programs named so (default hpc_: scx_hpc's)");
+	return c;
+}
+
 // The outputs of `trace` and `report` (`what`: "also " for trace's).
 void add_exports(CLI::App *c, Opts &o, const std::string &what)
 {
@@ -143,8 +158,7 @@ Commands add_commands(CLI::App &app, Opts &o)
 	c.set->add_option("KEY=VALUE", o.settings, "settings")->required();
 	c.top = add_top(app, o);
 	c.prio = add_prio(app, o);
-	c.status = app.add_subcommand("status", "backend, tunables and daemon state");
-	c.status->add_flag("--json", o.json_out, "one JSON line");
+	c.status = add_status(app, o);
 	c.trace = add_trace(app, o);
 	c.report = add_report(app, o);
 	for (auto *s : {c.run, c.get, c.set, c.top, c.prio, c.status, c.trace, c.report})

@@ -47,6 +47,9 @@ struct Opts {
 	double interval = 1.0;
 	int count = 0, pid = 0, prio = 0;
 	int sample_ms = 0; // trace --backend scx: sampling period (0: default)
+	// status --backend scx: the task map, the programs named prog_prefix*
+	bool status_tasks = false, status_progs = false;
+	std::string prog_prefix = "hpc_";
 };
 
 // ---- the commands -------------------------------------------------------------

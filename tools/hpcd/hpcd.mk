@@ -1,7 +1,8 @@
 # hpcd (user-space controller) and hpcctl: build targets and the test suite.
 # Included from the top-level Makefile.
 #
-#   make hpcd            hpcd, hpcctl, their unit tests and the test load
+#   make hpcd            hpcd, hpcctl, their unit tests and the test load (and
+#                        hpcctl-scx-maps: stand-in scx_hpc maps)
 #   make check-hpcd      unit tests + integration on this machine's cgroups (root)
 #   make check-install   make install into a DESTDIR, then the installed tools
 #   make hpcd-metbench   MetBench under hpcd three ways: baseline, Uniform, Adaptive
@@ -13,7 +14,8 @@ CHECK_SUITES += hpcd install
 .PHONY: hpcd check-hpcd check-install hpcd-metbench
 
 hpcd: deps-userspace $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin hpcd-threads
+	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-tests hpcd-spin hpcd-threads \
+		hpcctl-scx-maps
 
 # libhpcmon and MetBench: the launcher tests and metbench-3ways.sh run them.
 check-hpcd: hpcd

@@ -537,7 +537,7 @@ uint64_t ftrace_lost(std::string_view line)
 std::vector<ScxTask> parse_scx_tasks(const json &dump)
 {
 	if (!dump.is_array())
-		throw std::runtime_error("scx_hpc --dump-tasks: not a JSON array");
+		throw std::runtime_error("scx_hpc's task map: not a JSON array");
 	std::vector<ScxTask> out;
 	size_t n = 0;
 	for (const auto &e : dump) {
@@ -549,7 +549,7 @@ std::vector<ScxTask> parse_scx_tasks(const json &dump)
 				 (e[k].is_number_integer() && e[k].template get<int64_t>() >= 0));
 			if (!whole || e[k].template get<uint64_t>() > max)
 				throw std::runtime_error(fmt::format(
-					"scx_hpc --dump-tasks: entry {}: \"{}\" missing or not a "
+					"scx_hpc's task map: entry {}: \"{}\" missing or not a "
 					"whole number up to {}",
 					n, k, max));
 			dst = static_cast<std::remove_reference_t<decltype(dst)>>(
@@ -570,7 +570,7 @@ std::vector<ScxTask> parse_scx_tasks(const json &dump)
 		num("last_wait_ns", t.last_wait_ns, UINT64_MAX);
 		if (t.pid == 0)
 			throw std::runtime_error(
-				fmt::format("scx_hpc --dump-tasks: entry {}: pid 0", n));
+				fmt::format("scx_hpc's task map: entry {}: pid 0", n));
 		t.cpu = cpu > INT32_MAX ? -1 : static_cast<int>(cpu);
 		t.exited = exited != 0;
 		if (e.contains("comm") && e["comm"].is_string())

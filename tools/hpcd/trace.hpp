@@ -130,8 +130,9 @@ uint64_t ftrace_lost(std::string_view line);
 
 // ---- scx_hpc's per-task map, sampled -------------------------------------------
 
-// One entry of `scx_hpc --dump-tasks --json` (the BPF side's task_info map:
-// counters and the values of the last decision, no time stamps).
+// One entry of `hpcctl --backend scx status --tasks --json` (the BPF side's
+// task_info map: counters and the values of the last decision, no time
+// stamps).
 struct ScxTask {
 	int pid = 0, tgid = 0, cpu = -1;
 	std::string comm;
@@ -139,8 +140,8 @@ struct ScxTask {
 	bool exited = false;
 	uint64_t nr_iter = 0, last_run_ns = 0, last_wait_ns = 0;
 };
-// The loader's JSON array; std::runtime_error naming the entry and field if
-// it is not one.
+// That JSON array; std::runtime_error naming the entry and field if it is
+// not one.
 std::vector<ScxTask> parse_scx_tasks(const nlohmann::json &dump);
 
 // Turns successive samples of that map into trace events. The first sample

@@ -25,7 +25,7 @@ workload() {
 	/usr/local/bin/scx_stress -t 10 -n 8 > /dev/null 2>&1
 }
 uptime_cs() { awk '{ split($1, a, "."); print a[1] * 100 + a[2] }' /proc/uptime; }
-# flat FILE PREFIX: "callback runs ns" per program of --prog-info --json
+# flat FILE PREFIX: "callback runs ns" per program of status --progs --json
 flat() { sed 's/^[[,]*//; s/[]]*$//' "$1" | awk -F'[:,}]' -v pre="$2" '{
 	for (i = 1; i < NF; i++) {
 		if ($i ~ /"name"/) { n = $(i + 1); gsub(/"/, "", n); sub("^" pre, "", n) }
@@ -36,12 +36,12 @@ flat() { sed 's/^[[,]*//; s/[]]*$//' "$1" | awk -F'[:,}]' -v pre="$2" '{
 # measure NAME PREFIX ROUND: the workload under the loaded scheduler
 measure() {
 	echo 0 > /proc/sys/kernel/bpf_stats_enabled
-	$SCX_HPC --prog-info --json --prog-prefix "$2" > /tmp/pi0
+	H status --progs --json --prefix "$2" > /tmp/pi0
 	echo 1 > /proc/sys/kernel/bpf_stats_enabled
 	t0=$(uptime_cs)
 	workload
 	t1=$(uptime_cs)
-	$SCX_HPC --prog-info --json --prog-prefix "$2" > /tmp/pi1
+	H status --progs --json --prefix "$2" > /tmp/pi1
 	echo 0 > /proc/sys/kernel/bpf_stats_enabled
 	flat /tmp/pi0 "$2" > /tmp/f0; flat /tmp/pi1 "$2" > /tmp/f1
 	# counters of this round only (stats stay with the programs)
@@ -58,7 +58,7 @@ while [ $r -le $BENCH_REPEAT ]; do
 	start_hpc --take-cgroup /sys/fs/cgroup/scx-bench || { nok "scx_hpc enabled"; exit 1; }
 	if [ $r = 1 ]; then
 		echo "# instruction counts of scx_hpc's programs (xlated: after the verifier's rewrites; verified: instructions the verifier walked)"
-		$SCX_HPC --prog-info | sed 's/  runs .*//; s/^/# /'
+		H status --progs | sed 's/  runs .*//; s/^/# /'
 	fi
 	measure hpc hpc_ $r
 	stop_hpc > /dev/null

@@ -30,8 +30,8 @@ setup() {
 	other) echo 0 ;;
 	hpc-none) echo none > $K; echo 8 ;;
 	hpc-emul) echo x86-smt-emul > $K; echo 8 ;;
-	ext-none) $SCX_HPC --set backend=none > /dev/null 2>&1; echo 7 ;;
-	ext-emul) $SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1; echo 7 ;;
+	ext-none) H set backend=none > /dev/null 2>&1; echo 7 ;;
+	ext-emul) H set backend=x86-smt-emul > /dev/null 2>&1; echo 7 ;;
 	esac
 }
 field() { sed -n "s/^$1=//p" "$2" | head -n 1; }
@@ -52,7 +52,7 @@ while [ $r -le "$BENCH_REPEAT" ]; do
 	r=$((r + 1))
 done
 echo "$kbe" > $K
-$SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1
+H set backend=x86-smt-emul > /dev/null 2>&1
 stop_hpc
 
 echo "# wakemix: per round: round way probe_med_us probe_p99_us probe_max_us hackbench_s shares_ratio"

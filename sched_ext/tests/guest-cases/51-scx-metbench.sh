@@ -26,7 +26,7 @@ heavy=$(sed -n 's/^heavy_pid=//p' /tmp/mb)
 light=$(sed -n 's/^light_pid=//p' /tmp/mb)
 raised=0 tilted=0 hmax=0
 while kill -0 $mbp 2>/dev/null; do
-	$SCX_HPC --dump-tasks --json > /tmp/dt 2>/dev/null
+	H status --tasks --json > /tmp/dt 2>/dev/null
 	hs=$(grep "\"pid\":$heavy," /tmp/dt | json_field prio)
 	lsp=$(grep "\"pid\":$light," /tmp/dt | json_field prio)
 	[ "${hs:-0}" -gt "$hmax" ] && hmax=$hs
@@ -40,7 +40,7 @@ wait $mbp
 rc=$?
 sed 's/^/# metbench: /' /tmp/mb
 check "metbench ran (status 0)" test $rc = 0
-$SCX_HPC --dump-tasks | sed 's/^/# /'
+H status --tasks | sed 's/^/# /'
 hp=$(task_field "$heavy" prio); lp=$(task_field "$light" prio)
 hi=$(task_field "$heavy" iterations); li=$(task_field "$light" iterations)
 hj=$(task_field "$heavy" judgements); lj=$(task_field "$light" judgements)
@@ -67,10 +67,10 @@ diag "samples with heavy raised: $raised, light below it in $tilted (final: ligh
 check "light below heavy in most samples while heavy is raised ($tilted of $raised)" \
 	test "$raised" -gt 0 -a $((tilted * 2)) -gt "$raised"
 check "bandwidth emulation held tasks back (throttled $ht + $lt ns)" test $(( ${ht:-0} + ${lt:-0} )) -gt 0
-$SCX_HPC --stats-once --json > /tmp/st
+H status --json > /tmp/st
 thr=$(json_field throttles < /tmp/st)
 check "CPUs got throttled ($thr times)" test "${thr:-0}" -gt 0
-$SCX_HPC --prog-info | sed 's/^/# cost: /'
+H status --progs | sed 's/^/# cost: /'
 echo 0 > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null
 stop_hpc
 check "clean unload" test $? = 0

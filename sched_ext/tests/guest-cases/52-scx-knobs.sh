@@ -36,7 +36,7 @@ check "no scx_hpc program loaded" no_hpc_prog
 # valid edge values load (and unload)
 if start_hpc --low-util 90 --high-util 95 --min-prio 1 --max-prio 6 --heuristic adaptive --global-weight 30 --slice-us 1000 --period-us 1000000; then
 	ok "valid edge values load"
-	$SCX_HPC --stats-once --json > /tmp/st
+	H status --json > /tmp/st
 	check "knobs reach the BPF side" grep -q '"low_util":90,"high_util":95,"min_prio":1,"max_prio":6,"global_weight":30,"last_weight":70,"heuristic":"adaptive"' /tmp/st
 else
 	nok "valid edge values load"
@@ -46,7 +46,7 @@ check "disabled after" wait_state disabled
 # the third heuristic by name
 if start_hpc --heuristic phase; then
 	ok "--heuristic phase loads"
-	$SCX_HPC --stats-once --json > /tmp/st
+	H status --json > /tmp/st
 	check "the BPF side runs phase" grep -q '"heuristic":"phase"' /tmp/st
 else
 	nok "--heuristic phase loads"

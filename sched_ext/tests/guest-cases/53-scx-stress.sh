@@ -30,7 +30,7 @@ check "CPU 1 online again" test "$(cat /sys/devices/system/cpu/cpu1/online 2>/de
 diag "cpu1 offline cycles: $hp"
 check "scx_hpc still enabled after the stress" test "$(state)" = enabled
 check "scx_hpc still the root ops" test "$(ops)" = hpc
-$SCX_HPC --stats-once | sed 's/^/# /'
+H status --json | sed 's/^/# /'
 if dmesg | grep -Ei 'sched_ext.*(stall|error|watchdog)|runnable task stall' > /tmp/dm; then
 	nok "no sched_ext watchdog/error in dmesg"; sed 's/^/# dmesg: /' /tmp/dm
 else

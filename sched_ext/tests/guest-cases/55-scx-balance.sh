@@ -16,12 +16,12 @@ sed 's/^/# /' /tmp/bal
 used=$(sed -n 's/^cpus_used=//p' /tmp/bal)
 diag "spinners used $used CPUs (the SMT emulation holds each CPU of a busy pair back)"
 # HPC run time per CPU: both CPUs of the pair must have run the spinners
-$SCX_HPC --stats-once --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
+H status --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
 r0=$(sed -n 1p /tmp/cpus | json_field run_ns); r1=$(sed -n 2p /tmp/cpus | json_field run_ns)
 diag "HPC run time: cpu0 ${r0}ns cpu1 ${r1}ns"
 check "both CPUs ran the spinners (cpu0 $r0, cpu1 $r1 ns)" test "${r0:-0}" -gt 0 -a "${r1:-0}" -gt 0
 check "balanced within 2x (cpu0 $r0, cpu1 $r1 ns)" awk -v a="${r0:-0}" -v b="${r1:-0}" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b && b <= 2 * a) }'
-$SCX_HPC --stats-once | sed 's/^/# /'
+H status --json | sed 's/^/# /'
 stop_hpc
 check "clean unload" test $? = 0
 
@@ -32,11 +32,11 @@ if [ "$(nproc)" -ge 4 ]; then
 	start_hpc || { nok "scx_hpc enabled (4 CPUs)"; exit 1; }
 	/usr/local/bin/scx_stress -s -t 4 -n 2 > /tmp/bal2 2>&1
 	sed 's/^/# /' /tmp/bal2
-	$SCX_HPC --stats-once --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
+	H status --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
 	r() { sed -n "$(($1 + 1))p" /tmp/cpus | json_field run_ns; }
 	c0=$(( $(r 0) + $(r 1) )); c1=$(( $(r 2) + $(r 3) ))
 	diag "HPC run time per emulated core: core0 ${c0}ns core1 ${c1}ns"
-	$SCX_HPC --stats-once | sed 's/^/# /'
+	H status --json | sed 's/^/# /'
 	check "2 spinners on 2 emulated cores: both cores ran one (core0 $c0, core1 $c1 ns)" \
 		awk -v a="$c0" -v b="$c1" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b && b <= 2 * a) }'
 	stop_hpc
@@ -47,7 +47,7 @@ if [ "$(nproc)" -ge 4 ]; then
 	# one to the idle core 1 (pulled from its queue while held back by the
 	# budget, or moved while it runs).
 	core1_ns() {
-		$SCX_HPC --stats-once --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
+		H status --json | sed 's/.*"cpus":\[//; s/},{/}|{/g' | tr '|' '\n' > /tmp/cpus
 		echo $(( $(r 2) + $(r 3) ))
 	}
 	start_hpc || { nok "scx_hpc enabled (4 CPUs, let go)"; exit 1; }
@@ -61,10 +61,10 @@ if [ "$(nproc)" -ge 4 ]; then
 	for k in $kids; do taskset -p f "$k" > /dev/null; done
 	wait $sp
 	after=$(core1_ns)
-	$SCX_HPC --stats-once --json | sed 's/"cpus":.*//' > /tmp/tot
+	H status --json | sed 's/"cpus":.*//' > /tmp/tot
 	moves=$(json_field moves < /tmp/tot); steals=$(json_field steals < /tmp/tot)
 	diag "let go: spinners $(echo $kids), core1 ran $((after - before))ns after; $steals pulled, $moves moved"
-	$SCX_HPC --stats-once | sed 's/^/# /'
+	H status --json | sed 's/^/# /'
 	check "2 spinners let go from core 0: one went to core 1 (pulled $steals, moved $moves, core1 $((after - before)) ns)" \
 		test "$(echo $kids | wc -w)" = 2 -a $((${steals:-0} + ${moves:-0})) -ge 1 -a $((after - before)) -gt 1000000000
 	stop_hpc

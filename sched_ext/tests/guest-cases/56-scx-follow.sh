@@ -79,7 +79,7 @@ check "it is in the cgroup" grep -q '^0::/scx-follow$' /proc/$kid3/cgroup
 
 sleep 1.5 # a rescan of the cgroup has passed
 check "unrelated task stays in the fair class" test "$(pol $other)" = 0
-$SCX_HPC --dump-tasks > /tmp/dump
+H status --tasks > /tmp/dump
 check "the moved task is in scx_hpc's task map" grep -q "^ *$late " /tmp/dump
 
 stop_hpc

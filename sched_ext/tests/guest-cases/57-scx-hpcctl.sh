@@ -8,9 +8,7 @@
 [ -r /usr/local/share/scx_hpc/lib.sh ] || { echo "not ok - scx hpcctl: no scx image (make scx-guest-initrd)"; exit 1; }
 . /usr/local/share/scx_hpc/lib.sh
 need_scx "scx hpcctl"
-HPCCTL=/usr/local/bin/hpcctl
 [ -x $HPCCTL ] || { nok "hpcctl in the scx image"; exit 1; }
-H() { $HPCCTL --backend scx "$@"; }
 
 # 1. nothing loaded: run starts scx_hpc, the command runs under SCHED_EXT
 out=$(H run --set low_util=60 --heuristic adaptive -- sh -c 'awk "{ print \$41 }" /proc/self/stat; cat /sys/kernel/sched_ext/root/ops' 2>/tmp/err)
@@ -22,7 +20,7 @@ check "the scx_hpc it started unloads after the command" wait_state disabled 150
 sed 's/^/# scx_hpc log: /' /run/scx_hpc.log 2>/dev/null | tail -3
 
 # 2. the command's status comes back; knobs reach the BPF side
-H run --set low_util=55 --set queue=fifo -- sh -c "$SCX_HPC --stats-once --json > /tmp/st1; exit 7"
+H run --set low_util=55 --set queue=fifo -- sh -c "$HPCCTL --backend scx status --json > /tmp/st1; exit 7"
 rc=$?
 check "run -- sh -c 'exit 7': exit 7" test $rc = 7
 check "knobs applied at start (low_util 55, fifo)" grep -q '"low_util":55,.*"queue":"fifo"' /tmp/st1
@@ -33,11 +31,11 @@ start_hpc || { nok "scx_hpc enabled"; exit 1; }
 H run --set high_util=90 -- sh -c 'sleep 0.2' ; rc=$?
 check "run reuses the running scx_hpc: exit 0" test $rc = 0
 check "the same loader still runs" kill -0 $scx_pid
-check "run --set high_util=90 changed it" sh -c "$SCX_HPC --stats-once --json | grep -q '\"high_util\":90,'"
+check "run --set high_util=90 changed it" sh -c "$HPCCTL --backend scx status --json | grep -q '\"high_util\":90,'"
 H run --set low_util=95 -- true > /tmp/err 2>&1; rc=$?
 check "run --set low_util=95 (above high_util 90): exit 2" test $rc = 2
 check "... says why" grep -q 'low_util must be below high_util' /tmp/err
-check "... nothing changed" sh -c "$SCX_HPC --stats-once --json | grep -q '\"low_util\":65,\"high_util\":90,'"
+check "... nothing changed" sh -c "$HPCCTL --backend scx status --json | grep -q '\"low_util\":65,\"high_util\":90,'"
 
 # 4. top and status while a task runs
 H run -- /usr/local/bin/scx_stress -s -t 6 -n 1 > /dev/null 2>&1 &

@@ -9,9 +9,7 @@
 . /usr/local/share/scx_hpc/lib.sh
 need_scx "scx hpcctl trace"
 if [ "$(nproc)" -lt 2 ]; then ok "scx hpcctl trace # SKIP needs 2 CPUs"; exit 0; fi
-HPCCTL=/usr/local/bin/hpcctl
 [ -x $HPCCTL ] || { nok "hpcctl in the scx image"; exit 1; }
-H() { $HPCCTL --backend scx "$@"; }
 
 start_hpc || { nok "scx_hpc enabled"; exit 1; }
 rm -f /tmp/t.jsonl /tmp/t.json /tmp/t.prv /tmp/t.pcf /tmp/t.row

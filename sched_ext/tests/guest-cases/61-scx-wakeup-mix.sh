@@ -4,12 +4,12 @@
 # 32-wakeup-mix makes them for SCHED_HPC), every measured task SCHED_EXT
 # and unpinned, scx_hpc in RR mode with its default slice:
 #  A  a task sleeping 1 ms in a loop beside 4 busy tasks and 2 hackbench
-#     groups (restarted for the whole ~5 s), the SMT emulation off (--set
+#     groups (restarted for the whole ~5 s), the SMT emulation off (hpcctl set
 #     backend=none): p99.9 lateness <= 2 slices (the worst, a host's stall
 #     of a vCPU as much as ours, reported beside; over the bound, measured
 #     once more, the second run counts); with the emulation, reported;
 #  B  hackbench (4 groups, 500 loops) as SCHED_OTHER (left in fair: partial
-#     mode) and as SCHED_EXT with the SMT emulation off (--set
+#     mode) and as SCHED_EXT with the SMT emulation off (hpcctl set
 #     backend=none), in 5 blocks of OTHER, EXT, EXT, OTHER: the median of the
 #     5 blocks' ratios EXT / OTHER <= 1.3 (a host load that grows or falls
 #     steadily over a block weighs the same on both); the same with the
@@ -28,7 +28,7 @@ WM=/usr/local/bin/scx_wakemix
 EMUL_PERMILLE=600	# hpc_smt_speed(4, 4, true)
 
 start_hpc || { nok "scx_hpc enabled"; exit 1; }
-$SCX_HPC --stats-once --json > /tmp/wm-st 2>/dev/null
+H status --json > /tmp/wm-st 2>/dev/null
 slice=$(json_field timeslice_us < /tmp/wm-st)
 queue=$(sed -n 's/.*"queue":"\([a-z]*\)".*/\1/p' /tmp/wm-st)
 diag "queue $queue, timeslice_us $slice, $(nproc) CPUs"
@@ -45,7 +45,7 @@ field() { sed -n "s/^$1=//p" "$2" | head -n 1; }
 # A: the probe, with the SMT emulation off (the scheduler's own wake-up
 # latency), then with it (reported: a context at a low priority runs at 174
 # permille of a CPU)
-$SCX_HPC --set backend=none > /dev/null 2>&1 || nok "A: --set backend=none"
+H set backend=none > /dev/null 2>&1 || nok "A: set backend=none"
 # Over the bound, measured once more and the second run counts: a host that
 # takes the guest's vCPUs away for a moment disturbs one run, a wake-up that
 # waits for a round both.
@@ -69,11 +69,11 @@ if [ $rc = 0 ] && [ -n "$p999" ] && [ -n "$loops" ]; then
 else
 	nok "A: probe beside 4 busy SCHED_EXT tasks and 2 hackbench groups ran (status $rc)"
 fi
-$SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1 || nok "A: --set backend=x86-smt-emul"
+H set backend=x86-smt-emul > /dev/null 2>&1 || nok "A: set backend=x86-smt-emul"
 $WM probe -p 7 -t 5 -b 4 -g 2 -l 200 2>&1 | grep late | sed 's/^/# probe, with the SMT emulation: /'
 
 # B: hackbench as SCHED_OTHER (0), SCHED_EXT with the SMT emulation off
-# (--set backend=none) and SCHED_EXT with it (in the first 3 blocks), in 5
+# (hpcctl set backend=none) and SCHED_EXT with it (in the first 3 blocks), in 5
 # blocks of the ways forward then backward: a host load that grows or falls
 # steadily over a block weighs the same on every way. A block's ratio is the
 # way's two runs over SCHED_OTHER's two; the median of the 5 counts (of the 3
@@ -89,8 +89,8 @@ for blk in 1 2 3 4 5; do
 		p=7
 		case $m in
 		other) p=0 ;;
-		none) $SCX_HPC --set backend=none > /dev/null 2>&1 || { hbfail="--set backend=none"; break 2; } ;;
-		emul) $SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1 || { hbfail="--set backend=x86-smt-emul"; break 2; } ;;
+		none) H set backend=none > /dev/null 2>&1 || { hbfail="set backend=none"; break 2; } ;;
+		emul) H set backend=x86-smt-emul > /dev/null 2>&1 || { hbfail="set backend=x86-smt-emul"; break 2; } ;;
 		esac
 		$WM hackbench -p $p -g 4 -l 500 -T 40 > /tmp/wm-b 2>&1
 		rc=$?
@@ -111,7 +111,7 @@ for blk in 1 2 3 4 5; do
 	[ "$blk" -le 3 ] && rx="$rx $(awk -v a="$emul" -v b="$other" 'BEGIN { printf "%.3f", a / b }')"
 	to=$(add "$to" "$other") te=$(add "$te" "$none") tx=$(add "$tx" "$emul")
 done
-$SCX_HPC --set backend=x86-smt-emul > /dev/null 2>&1
+H set backend=x86-smt-emul > /dev/null 2>&1
 if [ -n "$hbfail" ]; then
 	nok "B: hackbench runs ($hbfail)"
 else
@@ -141,7 +141,7 @@ for run in 1 2; do
 	$WM shares -p 7 -t 8 -n 4 $skew > /tmp/wm-c 2>&1
 	rc=$?
 	sed 's/^/# shares: /' /tmp/wm-c
-	$SCX_HPC --dump-tasks > /tmp/wm-d 2>/dev/null
+	H status --tasks > /tmp/wm-d 2>/dev/null
 	head -n 1 /tmp/wm-d | sed 's/^/# C: /'
 	for p in $(sed -n 's/^pid_[0-9]*=//p' /tmp/wm-c); do
 		awk -v p="$p" '$1 == p' /tmp/wm-d | sed 's/^/# C: /'
@@ -162,7 +162,7 @@ else
 fi
 
 check "scx_hpc still enabled after the runs" test "$(state)" = enabled
-$SCX_HPC --stats-once | sed 's/^/# /'
+H status --json | sed 's/^/# /'
 stop_hpc
 rc=$?
 check "clean unload (status $rc)" test $rc = 0

@@ -2,8 +2,10 @@
 # hpcctl --backend scx on this host (TAP): every refusal and error path that
 # needs no sched_ext scheduler to be loaded. A fake sched_ext directory
 # ($HPC_SCX_SYSFS) stands for the kernel's state; the real scx_hpc loader is
-# used where one is built. Loading itself is tested in the QEMU guest
-# (sched_ext/tests/guest-cases/57-scx-hpcctl.sh).
+# used where one is built; stand-in maps of a running instance
+# (hpcctl-scx-maps, as root) for what hpcctl reads and writes in them:
+# status, top, get, set, prio's checks, trace. Loading itself is tested in
+# the QEMU guest (sched_ext/tests/guest-cases/57-scx-hpcctl.sh).
 #
 # usage: hpcctl-scx.sh BIN_DIR [SCX_HPC]
 set -u
@@ -26,9 +28,17 @@ expect() {
 }
 [ -x "$hpcctl" ] || { echo "not ok 1 - hpcctl scx: $hpcctl is not built"; exit 1; }
 
+# setstate STATE OPS: both at once (a symlink replaced: hpcctl may read them
+# while they change)
 fake=$work/sched_ext
-mkdir -p "$fake/root"
-setstate() { echo "$1" >"$fake/state"; echo "$2" >"$fake/root/ops"; }
+setstate() {
+	local d
+	d=$(mktemp -d "$work/scx.XXXXXX")
+	mkdir "$d/root"
+	echo "$1" >"$d/state"
+	echo "$2" >"$d/root/ops"
+	ln -sfn "$d" "$fake.new" && mv -T "$fake.new" "$fake"
+}
 export HPCCTL_SCX_LOG=$work/scx.log
 H() { "$hpcctl" --backend scx "$@"; }
 
@@ -90,47 +100,24 @@ else
 		"$(loader_built && echo "this kernel has sched_ext" || echo "scx_hpc is not built (make scx)")"
 fi
 setstate enabled hpc
-expect "status with a missing loader: exit 1, says how to name it" 1 "give --scx-hpc BIN" H --scx-hpc "$work/no-scx_hpc" status
+expect "status --progs, no hpc_ program: exit 1" 1 "no hpc_* program is loaded" H status --progs
+expect "status --tasks with another backend: exit 64" 64 "are for --backend scx" "$hpcctl" --backend hpcd status --tasks
 
-# prio: the value is checked first; then scx_hpc --prio PID=P on the loaded
-# instance (a stand-in loader records what it gets and answers as scx_hpc)
+# prio: the value is checked first, then that scx_hpc runs, then that the
+# task is SCHED_EXT, before any map is looked at
 setstate disabled none
 expect "prio 1 7 (emulation's range 1..6): exit 2" 2 "prio: 7 is outside 1..6" H prio 1 7
 expect "prio with scx_hpc not loaded: exit 1" 1 "scx_hpc is not loaded" H prio 1 4
 setstate enabled hpc
-printf '#!/bin/sh\necho "$*" >"%s/prio-args"\n' "$work" >"$work/prio-ok"
-printf '#!/bin/sh\necho "scx_hpc: --prio: task 12 is not SCHED_EXT (policy 0): scx_hpc does not schedule it" >&2\nexit 1\n' >"$work/prio-refuse"
-printf '#!/bin/sh\necho "scx_hpc: invalid value: prio 9 is outside 1..6 (0: dynamic)" >&2\nexit 2\n' >"$work/prio-bad"
-chmod +x "$work/prio-ok" "$work/prio-refuse" "$work/prio-bad"
-for p in 6 0; do
-	rm -f "$work/prio-args"
-	H --scx-hpc "$work/prio-ok" prio 12 $p >"$work/o" 2>&1; rc=$?
-	if [ $rc -eq 0 ] && [ "$(cat "$work/prio-args" 2>/dev/null)" = "--prio 12=$p" ]; then
-		ok "hpcctl scx: prio 12 $p runs scx_hpc --prio 12=$p, exit 0"
-	else
-		nok "hpcctl scx: prio 12 $p runs scx_hpc --prio 12=$p, exit 0" \
-			"exit $rc, loader got: $(cat "$work/prio-args" 2>&1), output: $(head -c 300 "$work/o")"
-	fi
-done
-expect "prio of a task scx_hpc does not schedule: exit 1, the loader's reason" 1 \
-	"task 12 is not SCHED_EXT" H --scx-hpc "$work/prio-refuse" prio 12 4
-expect "prio refused by the loader as a value: exit 2" 2 "outside 1..6" H --scx-hpc "$work/prio-bad" prio 12 4
-if loader_built; then
-	# the real loader checks --prio before it looks for a loaded instance
-	expect "scx_hpc --prio 1=7: exit 2" 2 "prio 7 is outside 1..6" "$scx" --prio 1=7
-	expect "scx_hpc --prio x=4: exit 2" 2 "expected PID=PRIO" "$scx" --prio x=4
-	expect "scx_hpc --prio of a task that is not SCHED_EXT: exit 1" 1 "is not SCHED_EXT" "$scx" --prio $$=4
-else
-	skip "hpcctl scx: scx_hpc --prio checks of the real loader" "scx_hpc is not built (make scx)"
-fi
+expect "prio of a task scx_hpc does not schedule: exit 1, says why" 1 "task $$ is not SCHED_EXT" H prio $$ 4
+expect "prio of no task: exit 1" 1 "no task 99999999" H prio 99999999 4
 setstate disabled none
 expect "--backend bogus: exit 64" 64 "bogus" "$hpcctl" --backend bogus status
 expect "run --backend scx without --: exit 65" 65 "put '--'" H run true
 expect "run --backend scx -- (no command): exit 65" 65 "no command after '--'" H run --
 
-# hpcctl trace --backend scx: refusals (no file left), then a recording from
-# a stand-in loader that serves scripted --dump-tasks maps in turn and
-# unloads after the last (no timing: the trace ends when the loader is gone).
+# hpcctl trace --backend scx: refusals (no file left); a recording from the
+# stand-in maps below.
 check_nofile() { if [ ! -e "$work/t.jsonl" ]; then ok "hpcctl scx: $1: no file"; else nok "hpcctl scx: $1: no file"; rm -f "$work/t.jsonl"; fi; }
 export HPC_SCX_SYSFS=$work/none
 expect "trace without sched_ext: exit 1" 1 "the kernel has no sched_ext" H trace -o "$work/t.jsonl" --duration 1
@@ -151,36 +138,92 @@ expect "trace --sample-ms without scx: exit 64" 64 "--sample-ms is for --backend
 	"$hpcctl" --backend hpcd trace -o "$work/t.jsonl" --duration 1 --sample-ms 5
 check_nofile "trace with a bad --sample-ms"
 
-loader=$work/fake-scx
-cat >"$loader" <<EOL
-#!/bin/bash
-d=$work/dumps
-case " \$* " in
-*" --stats-once "*) echo '{"params":{"heuristic":"adaptive","low_util":60}}' ;;
-*" --dump-tasks "*)
-	n=\$(( \$(cat \$d/calls 2>/dev/null || echo 0) + 1 )); echo \$n >\$d/calls
-	if [ -e \$d/dump\$n.json ]; then cat \$d/dump\$n.json; exit 0; fi
-	echo disabled >$fake/state; echo none >$fake/root/ops
-	echo "scx_hpc: scx_hpc is not loaded" >&2; exit 1 ;;
-*) exit 1 ;;
-esac
-EOL
-chmod +x "$loader"
-T() { # pid iterations prio prev_prio run_ns wait_ns util
-	printf '{"pid":%d,"tgid":%d,"comm":"app%d","cpu":1,"prio":%d,"prev_prio":%d,"iterations":%d,"judgements":0,"last_util":%d,"global_util":%d,"heur_util":%d,"last_run_ns":%d,"last_wait_ns":%d,"throttled_ns":0,"run_ns":0,"exited":0}' \
-		"$1" "$1" "$1" "$3" "$4" "$2" "$7" "$7" "$7" "$5" "$6"
-}
-mkdir -p "$work/dumps"
-# 1: baseline (pid 7 closed 3 iterations before); 2: 7 closes one and rises,
-# 8 is judged down; 3: nothing new; 4: 7 closes three (two missed), 8 and a
-# new task 9 close their first; then the loader unloads.
-echo "[$(T 7 3 4 4 0 0 0),$(T 8 0 4 4 0 0 0)]" >"$work/dumps/dump1.json"
-echo "[$(T 7 4 5 4 900000 100000 9000),$(T 8 0 3 4 0 0 0)]" >"$work/dumps/dump2.json"
-cp "$work/dumps/dump2.json" "$work/dumps/dump3.json"
-echo "[$(T 7 7 6 5 950000 50000 9500),$(T 8 1 3 4 100000 900000 1000),$(T 9 1 4 4 500000 500000 5000)]" >"$work/dumps/dump4.json"
+# A running scx_hpc's maps, stood in for (hpcctl-scx-maps, as root): the
+# statistics and the task map as scripts read them, get and set, the
+# sampled trace until scx_hpc unloads. hpcctl finds maps by name among all
+# of the machine's: one run of this script at a time has them (a lock).
+exec 4>/tmp/hpcctl-scx-maps.lock
+flock 4
 setstate enabled hpc
-timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" \
-	--perfetto "$work/t.json" --paraver "$work/t" --duration 1e6 --sample-ms 1 >"$work/o" 2>&1
+expect "status, sched_ext says scx_hpc but no maps: exit 1" 1 "its maps were not found" H status
+expect "status --tasks, no maps: exit 1" 1 "its maps were not found" H status --tasks
+maps_out=$work/maps.out
+# M CMD...: one command to the stand-in, its answer
+M() {
+	local n
+	n=$(wc -l <"$maps_out")
+	echo "$*" >&3
+	for _ in $(seq 100); do [ "$(wc -l <"$maps_out")" -gt "$n" ] && break; sleep 0.05; done
+	tail -n 1 "$maps_out"
+}
+start_maps() {
+	mkfifo "$work/maps.in"
+	"$bin/hpcctl-scx-maps" <"$work/maps.in" >"$maps_out" 2>&1 &
+	maps_pid=$!
+	exec 3>"$work/maps.in"
+	for _ in $(seq 100); do grep -q ready "$maps_out" && return 0; kill -0 $maps_pid 2>/dev/null || break; sleep 0.05; done
+	return 1
+}
+if [ ! -x "$bin/hpcctl-scx-maps" ] || ! start_maps; then
+	skip "hpcctl scx: the stand-in maps" "$(cat "$maps_out" 2>/dev/null || echo "$bin/hpcctl-scx-maps is not built")"
+	tap_end
+	exit
+fi
+setstate enabled hpc
+M task 7 3 4 4 0 0 0 >/dev/null
+M task 8 0 4 4 0 0 0 >/dev/null
+H status --json >"$work/st" 2>&1
+if grep -q "^{\"backend\":\"scx\",\"sysfs\":\"$fake\",\"state\":\"enabled\",\"ops\":\"hpc\",\"tasks\":2,\"live_tasks\":2,\"running\":0," "$work/st" &&
+   grep -q '"params":{"low_util":65,"high_util":85,"min_prio":4,"max_prio":6,"global_weight":10,"last_weight":90,"heuristic":"uniform","min_wait_us":100,"timeslice_us":100000,"emul_period_us":10000,"queue":"rr","backend":"x86-smt-emul"},"cpus":\[{"cpu":0,"online":1,' "$work/st" &&
+   [ "$(wc -l <"$work/st")" = 1 ]; then
+	ok "hpcctl scx: status --json: one line, the statistics' keys in scx_hpc's order"
+else
+	nok "hpcctl scx: status --json: one line, the statistics' keys in scx_hpc's order" "$(head -c 600 "$work/st")"
+fi
+M exited 8 >/dev/null
+H status --tasks --json >"$work/dt" 2>&1
+if [ "$(sed -n 1p "$work/dt")" = '[{"pid":7,"tgid":7,"comm":"app7","cpu":1,"prio":4,"prev_prio":4,"iterations":3,"judgements":0,"last_util":0,"global_util":0,"heur_util":0,"last_run_ns":0,"last_wait_ns":0,"throttled_ns":0,"run_ns":0,"fixed_prio":0,"exited":0},' ] &&
+   grep -q '^ {"pid":8,.*"exited":1}]$' "$work/dt"; then
+	ok "hpcctl scx: status --tasks --json: every entry, one a line"
+else
+	nok "hpcctl scx: status --tasks --json: every entry, one a line" "$(head -c 600 "$work/dt")"
+fi
+H status --tasks >"$work/dt" 2>&1
+if head -n 1 "$work/dt" | grep -q '^    pid    tgid comm .* state$' && awk '$1 == 8 && $3 == "app8" && $NF == "exited" { f = 1 } END { exit !f }' "$work/dt"; then
+	ok "hpcctl scx: status --tasks: the table, exited entries too"
+else
+	nok "hpcctl scx: status --tasks: the table, exited entries too" "$(cat "$work/dt")"
+fi
+H top --once --json >"$work/top" 2>&1
+if grep -q '"pid":7' "$work/top" && ! grep -q '"pid":8' "$work/top"; then ok "hpcctl scx: top: the live tasks"; else nok "hpcctl scx: top: the live tasks" "$(cat "$work/top")"; fi
+expect "get heuristic" 0 "uniform" H get heuristic
+if H set low_util=50 queue=fifo >"$work/o" 2>&1; then ok "hpcctl scx: set low_util=50 queue=fifo: exit 0"; else nok "hpcctl scx: set low_util=50 queue=fifo: exit 0" "$(cat "$work/o")"; fi
+check_params() { if [ "$(M params)" = "$2" ]; then ok "hpcctl scx: $1"; else nok "hpcctl scx: $1" "$(tail -n 1 "$maps_out")"; fi; }
+check_params "... written, the generation bumped" "gen=1 low_util=50 fifo=1"
+expect "get queue: fifo" 0 "fifo" H get queue
+expect "set high_util=40 (below low_util 50): exit 2" 2 "low_util must be below high_util" H set high_util=40
+expect "run --set high_util=40, scx_hpc running: exit 2" 2 "low_util must be below high_util" H run --set high_util=40 -- true
+check_params "... nothing written" "gen=1 low_util=50 fifo=1"
+
+# trace: a baseline, then the map changes while it samples, then scx_hpc
+# unloads (sched_ext's state): 1: baseline (pid 7 closed 3 iterations
+# before); 2: 7 closes one and rises, 8 is judged down; 3: 7 closes three
+# (two missed), 8 and a new task 9 close their first.
+M task 8 0 4 4 0 0 0 >/dev/null
+timeout 120 "$hpcctl" --backend scx trace -o "$work/t.jsonl" --perfetto "$work/t.json" \
+	--paraver "$work/t" --duration 1e6 --sample-ms 1 >"$work/o" 2>&1 &
+tp=$!
+for _ in $(seq 200); do [ -e "$work/.hpcctl-$tp-t.jsonl" ] && break; sleep 0.05; done
+sleep 0.5
+M task 7 4 5 4 900000 100000 9000 >/dev/null
+M task 8 0 3 4 0 0 0 >/dev/null
+sleep 0.5
+M task 7 7 6 5 950000 50000 9500 >/dev/null
+M task 8 1 3 4 100000 900000 1000 >/dev/null
+M task 9 1 4 4 500000 500000 5000 >/dev/null
+sleep 0.5
+setstate disabled none
+wait $tp
 rc=$?
 if [ $rc -eq 0 ] && grep -q "4 iteration(s) of 3 task(s)" "$work/o"; then
 	ok "hpcctl scx: trace records the sampled map until scx_hpc unloads"
@@ -192,7 +235,7 @@ check_record() {
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 h, end = lines[0], lines[-1]
-assert h["source"] == "scx" and h["settings"]["heuristic"] == "adaptive", h
+assert h["source"] == "scx" and h["settings"]["low_util"] == 50, h
 assert h["settings"]["sample_ms"] == 1, h
 tasks = [l["pid"] for l in lines if l.get("type") == "task"]
 assert tasks == [7, 8, 9], tasks
@@ -216,20 +259,7 @@ else
 fi
 expect "report of an scx record: sampled, the priorities in turn" 0 "scx_hpc (sched_ext, sampled)" "$hpcctl" report "$work/t.jsonl"
 expect "report of an scx record: pid 7 4>5>6" 0 "4>5>6" "$hpcctl" report "$work/t.jsonl"
-
-# a loader that prints something else than its map: exit 1, no file
-rm -f "$work/t.jsonl" "$work/dumps/calls"
-echo "[$(T 7 3 4 4 0 0 0)]" >"$work/dumps/dump1.json"
-echo "not json" >"$work/dumps/dump2.json"
-setstate enabled hpc
-expect "trace with a loader printing no JSON: exit 1" 1 "printed no JSON" \
-	timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" --duration 1e6 --sample-ms 1
-check_nofile "trace with a loader printing no JSON"
-rm -f "$work/dumps/calls"
-echo '[{"pid":7}]' >"$work/dumps/dump2.json"
-setstate enabled hpc
-expect "trace with an entry missing fields: exit 1, names it" 1 "entry 1: \"tgid\"" \
-	timeout 120 "$hpcctl" --backend scx --scx-hpc "$loader" trace -o "$work/t.jsonl" --duration 1e6 --sample-ms 1
-check_nofile "trace with an entry missing fields"
+exec 3>&-
+wait "$maps_pid"
 
 tap_end

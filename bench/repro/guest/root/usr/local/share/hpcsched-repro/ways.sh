@@ -7,7 +7,7 @@
 # Ways: baseline (SCHED_OTHER), equal (the backend with every worker at
 # priority 4: min_prio = max_prio = 4), static (each worker fixed at its
 # static priority: hpcctl prio, i.e. sched_priority on the kernel class and
-# scx_hpc --prio under scx_hpc), uniform, adaptive. Round R > 1 of a way
+# scx_hpc's fixed_prios map under scx_hpc), uniform, adaptive. Round R > 1 of a way
 # (hpc.repro_repeat) is named WAY@R.
 #   REPRO PROG WAY begin
 #   REPRO PROG WAY json {metbench --json}
@@ -43,12 +43,17 @@ repeat=$(param repeat 1)
 children() {
 	cat /proc/[0-9]*/stat 2>/dev/null | awk -v pp="$1" '$4 == pp { print $1 }' | sort -n
 }
+# snap: what prio_of reads in this sample (scx: scx_hpc's task map, read
+# once for all the workers: one hpcctl a sample)
+snap() {
+	[ "$BACKEND" = kernel ] || hctl status --tasks --json > /tmp/tasks.json 2>/dev/null
+}
 # prio_of PID: the task's priority under this backend (empty if none)
 prio_of() {
 	if [ "$BACKEND" = kernel ]; then
 		sed -n 's/^prio: //p' /proc/$1/sched_hpc 2>/dev/null
 	else
-		$SCX_HPC --dump-tasks --json 2>/dev/null | tr '{' '\n' | grep "\"pid\":$1," |
+		tr '{' '\n' < /tmp/tasks.json | grep "\"pid\":$1," |
 			sed -n 's/.*"prio":\([0-9]*\).*/\1/p'
 	fi
 }
@@ -143,6 +148,7 @@ run_way() {
 				fi
 			fi
 			n=1
+			snap
 			for w in $workers; do
 				p=$(prio_of $w)
 				[ -z "$p" ] || echo "$p" > /tmp/prio.$n
