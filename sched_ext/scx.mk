@@ -100,13 +100,23 @@ $(SCX_OUT)/obj/params_text.o: tools/common/params_text.cpp tools/common/params_t
 	@mkdir -p $(dir $@)
 	g++ $(SCX_CXXFLAGS) -c $< -o $@
 
-$(SCX_OUT)/obj/scx_hpc.o: $(SCX_DIR)/scx_hpc.cpp $(SCX_DIR)/scx_hpc.h $(SCX_INC)/scx_hpc.bpf.skel.h \
-		tools/common/params_text.hpp $(SCX_CORE)/hpc_policy.h $(SCX_CORE)/hpc_smt.h
+# The loader (scx_hpc.cpp), its following of trees and cgroups
+# (scx_hpc_follow.cpp) and the maps' user-space view it shares with hpcctl
+# (scx_hpc_user.cpp, in hpcctl's CMake build too).
+SCX_LOADER_HDRS := $(SCX_DIR)/scx_hpc.h $(SCX_DIR)/scx_hpc_user.hpp $(SCX_DIR)/scx_hpc_follow.hpp \
+	tools/common/params_text.hpp $(SCX_CORE)/hpc_policy.h $(SCX_CORE)/hpc_smt.h
+
+$(SCX_OUT)/obj/scx_hpc.o: $(SCX_DIR)/scx_hpc.cpp $(SCX_LOADER_HDRS) $(SCX_INC)/scx_hpc.bpf.skel.h
+	@mkdir -p $(dir $@)
+	g++ $(SCX_CXXFLAGS) -c $< -o $@
+
+$(SCX_OUT)/obj/scx_hpc_%.o: $(SCX_DIR)/scx_hpc_%.cpp $(SCX_LOADER_HDRS) | $(SCX_LIBBPF)
 	@mkdir -p $(dir $@)
 	g++ $(SCX_CXXFLAGS) -c $< -o $@
 
 # Static: the busybox guest has no shared libraries.
-$(SCX_BIN)/scx_hpc: $(SCX_OUT)/obj/scx_hpc.o $(SCX_OUT)/obj/params_text.o \
+$(SCX_BIN)/scx_hpc: $(SCX_OUT)/obj/scx_hpc.o $(SCX_OUT)/obj/scx_hpc_user.o \
+		$(SCX_OUT)/obj/scx_hpc_follow.o $(SCX_OUT)/obj/params_text.o \
 		$(SCX_OUT)/obj/hpc_policy.o $(SCX_OUT)/obj/hpc_smt.o $(SCX_LIBBPF)
 	@mkdir -p $(dir $@)
 	g++ -static -o $@ $(filter %.o,$^) $(SCX_LDLIBS)

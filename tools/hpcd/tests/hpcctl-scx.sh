@@ -99,6 +99,13 @@ else
 	skip "hpcctl scx: run with scx_hpc on a kernel without sched_ext" \
 		"$(loader_built && echo "this kernel has sched_ext" || echo "scx_hpc is not built (make scx)")"
 fi
+if loader_built; then
+	expect "scx_hpc: the running instance's options are hpcctl's (--stats-once refused: exit 2)" 2 \
+		"not expected" "$scx" --stats-once
+	expect "scx_hpc --help names hpcctl for the running instance" 0 "hpcctl --backend scx" "$scx" --help
+else
+	skip "hpcctl scx: scx_hpc's options" "scx_hpc is not built (make scx)"
+fi
 setstate enabled hpc
 expect "status --progs, no hpc_ program: exit 1" 1 "no hpc_* program is loaded" H status --progs
 expect "status --tasks with another backend: exit 64" 64 "are for --backend scx" "$hpcctl" --backend hpcd status --tasks
