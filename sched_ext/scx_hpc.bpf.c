@@ -13,8 +13,8 @@
  *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep()
  *   ops.tick       running task     -> hpc_on_tick(t, now, params,
  *                                      sibling snapshot, fixed priority)
- * A task the loader fixed a priority for (the fixed_prios map, scx_hpc
- * --prio PID=P) is accounted the same way, but keeps P whatever the core
+ * A task hpcctl fixed a priority for (the fixed_prios map, hpcctl --backend
+ * scx prio PID P) is accounted the same way, but keeps P whatever the core
  * decides (hpc_task_next_prio()).
  * Each CPU publishes a snapshot of the HPC task that last ran or woke there
  * (struct snap, copied under a bpf_spin_lock: the writers of one slot are
@@ -153,9 +153,10 @@ struct {
 	__type(value, struct period_timer);
 } timers SEC(".maps");
 
-/* Fixed priorities (scx_hpc --prio PID=P): pid -> P in the emulation's
- * range, checked by the loader. Absent: the core decides. A task's entry
- * goes when it leaves scx_hpc; a child forked by a fixed task gets one. */
+/* Fixed priorities (hpcctl --backend scx prio PID P): pid -> P in the
+ * emulation's range, checked by hpcctl. Absent: the core decides. A task's
+ * entry goes when it leaves scx_hpc; a child forked by a fixed task gets
+ * one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SCX_HPC_MAX_TASKS);

@@ -545,8 +545,8 @@ with 4 vCPUs on this 2-CPU host: emulation is slow and noisy, so the sizes
 are small (run-info.txt) and each way is compared only with the baseline of
 its own boot. Their static rows fix each worker at the paper's static
 priority through `hpcctl prio`: its `sched_priority` on the SCHED_HPC class
-(Documentation/scheduler/sched-hpc-abi.txt), `scx_hpc --prio` under
-scx_hpc. The workers are fixed as soon as the guest sees them (when, is in
+(Documentation/scheduler/sched-hpc-abi.txt), scx_hpc's `fixed_prios` map
+under scx_hpc. The workers are fixed as soon as the guest sees them (when, is in
 the console log; an hpcctl under TCG takes a while to start, so their first
 iterations may run at 4), and a way whose worker is seen at another
 priority afterwards is failed. Their priorities are the last ones sampled (every

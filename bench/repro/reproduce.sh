@@ -7,7 +7,7 @@
 # Backends: hpcd (cgroup SMT emulation, any kernel) always; the simulator's
 # model view always; MetBench and MetBenchVar also on the SCHED_HPC kernel
 # and under scx_hpc, each in one QEMU boot (bench/repro/guest: baseline
-# SCHED_OTHER, static priorities (sched_priority, scx_hpc --prio), every
+# SCHED_OTHER, static priorities (sched_priority, scx_hpc's fixed_prios), every
 # worker at priority 4, Uniform, Adaptive) where the kernel (and scx_hpc)
 # are built; backends.txt says which ran and why the others did not. BT-MZ
 # and SIESTA are MPI programs: hpcd only. REPRO_REPEAT=N runs every way N
