@@ -16,6 +16,7 @@
 // (scx_hpc_user.cpp) before anything is loaded: exit status 2 if invalid.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -182,29 +183,43 @@ int count_cpus()
 }
 
 // The CPU that shares an emulated core with each possible CPU, -1 for none:
-// the policy core's rule (hpc_ctx_sibling()) on the topology, where a
-// hardware sibling is another CPU of the same package and core id.
+// the policy core's rule (hpc_thread_sibling(), hpc_ctx_sibling()) on the
+// topology of the online CPUs, where a core's threads are the CPUs of the
+// same package and core id in ascending order (the kernel's sibling mask),
+// paired two by two.
 std::vector<int> cpu_siblings(int ncpus)
 {
 	const size_t n = static_cast<size_t>(ncpus);
 	std::vector<std::pair<uint32_t, uint32_t>> id(n);
-	std::vector<bool> known(n, false);
+	std::vector<bool> known(n, false), online(n, true);
 	for (size_t c = 0; c < n; c++) {
-		const std::string d =
-			"/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
-		known[c] = hpc::parse_u32(read_file(d + "physical_package_id"), id[c].first) &&
-			   hpc::parse_u32(read_file(d + "core_id"), id[c].second);
+		const std::string d = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/";
+		online[c] = read_file(d + "online").rfind('0', 0) != 0;
+		known[c] = online[c] &&
+			   hpc::parse_u32(read_file(d + "topology/physical_package_id"),
+					  id[c].first) &&
+			   hpc::parse_u32(read_file(d + "topology/core_id"), id[c].second);
 	}
-	std::vector<int> hw(n, -1), sib(n, -1);
-	for (size_t c = 0; c < n; c++)
+	std::vector<int> hw(n, -1), threads(n, 1), sib(n, -1);
+	for (size_t c = 0; c < n; c++) {
+		std::vector<int> core;
+		int k = 0;
 		for (size_t o = 0; o < n && known[c]; o++)
-			if (o != c && known[o] && id[o] == id[c]) {
-				hw[c] = static_cast<int>(o);
-				break;
+			if (known[o] && id[o] == id[c]) {
+				if (o == c)
+					k = static_cast<int>(core.size());
+				core.push_back(static_cast<int>(o));
 			}
+		threads[c] = std::max(1, static_cast<int>(core.size()));
+		const int t = hpc_thread_sibling(k, static_cast<int>(core.size()));
+		hw[c] = t < 0 ? -1 : core[static_cast<size_t>(t)];
+	}
 	for (size_t c = 0; c < n; c++) {
 		const size_t other = c ^ 1;
-		sib[c] = hpc_ctx_sibling(static_cast<int>(c), hw[c], other < n && hw[other] < 0);
+		if (online[c])
+			sib[c] = hpc_ctx_sibling(static_cast<int>(c), hw[c],
+						 other < n && online[other] && threads[c] == 1 &&
+							 threads[other] == 1);
 	}
 	return sib;
 }

@@ -40,10 +40,23 @@
 #define HPC_SMT_EMUL_PRIO_MAX	6
 
 /*
+ * The thread of a hardware core that shares an emulated 2-way core with
+ * its thread @k, the core's @nr online threads numbered 0 .. @nr - 1 in
+ * the order of its sibling mask: two by two, 0-1, 2-3, 4-5, 6-7 (one pair
+ * on x86, two or four on POWER8-10's SMT4 and SMT8); the last of an odd
+ * number pairs with none, -1.
+ */
+static inline int hpc_thread_sibling(int k, int nr)
+{
+	return (k ^ 1) < nr ? k ^ 1 : -1;
+}
+
+/*
  * The context that shares a core with context @ctx: its hardware sibling
- * @hw (another thread of its core; -1 if it has none) if there is one,
- * else the other context of the emulated 2-way core 2k, 2k + 1 if that one
- * exists and has no hardware sibling either (@other_free); else none, -1.
+ * @hw (the thread hpc_thread_sibling() gives in a core of several online
+ * threads; -1 if it has none) if there is one, else the other context of
+ * the emulated 2-way core 2k, 2k + 1 if @other_free: that one exists and
+ * neither it nor @ctx has another thread in its core; else none, -1.
  * The one pairing rule of the kernel class, scx_hpc and hpcd.
  */
 static inline int hpc_ctx_sibling(int ctx, int hw, bool other_free)

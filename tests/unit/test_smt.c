@@ -604,6 +604,40 @@ static void ctx_sibling_rule(void **state)
 }
 
 /*
+ * The threads of a core pair two by two in the order of its sibling mask,
+ * whatever their number (SMT2, SMT4, SMT8), the last of an odd number
+ * (threads offline) with none: symmetric, never itself.
+ */
+static void thread_sibling_rule(void **state)
+{
+	int nr, k, s;
+
+	assert_int_equal(hpc_thread_sibling(0, 2), 1);
+	assert_int_equal(hpc_thread_sibling(1, 2), 0);
+	/* SMT4: 0-1, 2-3 (not 2 and 3 both with 0) */
+	assert_int_equal(hpc_thread_sibling(2, 4), 3);
+	assert_int_equal(hpc_thread_sibling(3, 4), 2);
+	/* SMT8: 6-7 */
+	assert_int_equal(hpc_thread_sibling(6, 8), 7);
+	assert_int_equal(hpc_thread_sibling(7, 8), 6);
+	/* three of four online: the third alone */
+	assert_int_equal(hpc_thread_sibling(2, 3), -1);
+	assert_int_equal(hpc_thread_sibling(0, 1), -1);
+	assert_int_equal(hpc_thread_sibling(0, 0), -1);
+	for (nr = 0; nr <= 8; nr++) {
+		for (k = 0; k < nr; k++) {
+			s = hpc_thread_sibling(k, nr);
+			assert_true(s != k && s < nr);
+			if (s >= 0)
+				assert_int_equal(hpc_thread_sibling(s, nr), k);
+			else
+				assert_true(nr % 2 == 1 && k == nr - 1);
+		}
+	}
+	(void)state;
+}
+
+/*
  * The emulation's share of a period: the model's speed beside a busy
  * sibling, the whole period otherwise; the budget and what carries over.
  */
@@ -651,6 +685,7 @@ int main(void)
 		cmocka_unit_test(real_extremes),
 		cmocka_unit_test(calibration_reversed_iteration),
 		cmocka_unit_test(ctx_sibling_rule),
+		cmocka_unit_test(thread_sibling_rule),
 		cmocka_unit_test(emul_share_budget_carry),
 	};
 

@@ -13,6 +13,7 @@
  */
 #include <linux/sched/clock.h>
 #include <linux/sched/hpc.h>
+#include <linux/cpuhotplug.h>
 #include <linux/irq_work.h>
 #include <linux/kobject.h>
 #include <linux/mmu_context.h>
@@ -163,9 +164,10 @@ u64 hpc_emul_period_ns(void)
 	return (u64)hpc_conf()->emul_period_us * NSEC_PER_USEC;
 }
 
+/* Lockless: the pairs change on CPU hotplug (hpc_pair_cpus()). */
 int hpc_cpu_sibling(int cpu)
 {
-	return per_cpu(hpc_sibling, cpu);
+	return READ_ONCE(per_cpu(hpc_sibling, cpu));
 }
 
 /*
@@ -240,7 +242,7 @@ static void hpc_snap_clear(int cpu, struct task_struct *p)
 /* Copy the snapshot of the HPC task on the sibling context of @cpu, if any. */
 static bool hpc_sibling_snap(int cpu, struct hpc_task *peer)
 {
-	int sib = per_cpu(hpc_sibling, cpu);
+	int sib = hpc_cpu_sibling(cpu);
 	struct hpc_snap *s;
 	unsigned long flags;
 	bool valid;
@@ -621,7 +623,7 @@ static unsigned int hpc_waiting_on(int cpu)
 /* SCHED_HPC tasks on @cpu's emulated core. */
 static unsigned int hpc_nr_core(int cpu)
 {
-	int sib = per_cpu(hpc_sibling, cpu);
+	int sib = hpc_cpu_sibling(cpu);
 
 	return hpc_nr_on(cpu) + (sib >= 0 ? hpc_nr_on(sib) : 0);
 }
@@ -749,7 +751,7 @@ static bool hpc_has_emptier_cpu(struct rq *rq)
  */
 static int hpc_idle_core_for(struct rq *rq, struct task_struct *p)
 {
-	int cpu = cpu_of(rq), sib = per_cpu(hpc_sibling, cpu), i, s;
+	int cpu = cpu_of(rq), sib = hpc_cpu_sibling(cpu), i, s;
 	unsigned int load = hpc_load_on(cpu), sib_load;
 
 	if (sib < 0 || !hpc_core_giver(cpu, sib))
@@ -758,7 +760,7 @@ static int hpc_idle_core_for(struct rq *rq, struct task_struct *p)
 	if (!hpc_core_gives(load, sib_load, 0))
 		return -1;
 	for_each_cpu_and(i, p->cpus_ptr, cpu_active_mask) {
-		s = per_cpu(hpc_sibling, i);
+		s = hpc_cpu_sibling(i);
 		if (i == cpu || i == sib ||
 		    !hpc_core_gives(load, sib_load,
 				    hpc_load_on(i) + (s >= 0 ? hpc_load_on(s) : 0)))
@@ -1048,36 +1050,95 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 	hpc_params_default(&hpc_conf_boot.p);
 }
 
-/* Another thread of @cpu's core, -1 if it has none. */
-static int __init hpc_hw_sibling(int cpu)
+/* The threads of @cpu's core among the CPUs of @on. */
+static unsigned int hpc_hw_threads(int cpu, const struct cpumask *on)
 {
-	const struct cpumask *smt = topology_sibling_cpumask(cpu);
-	int sib;
-
-	if (cpumask_weight(smt) <= 1)
-		return -1;
-	sib = cpumask_first(smt);
-	if (sib == cpu)
-		sib = cpumask_next(cpu, smt);
-	return sib < nr_cpu_ids ? sib : -1;
+	return cpumask_weight_and(topology_sibling_cpumask(cpu), on);
 }
 
 /*
- * Pair the CPUs into SMT cores (hpc_ctx_sibling()): the real siblings if the
- * topology has them, else CPUs 2k and 2k + 1.
+ * The thread of @cpu's core that pairs with it (hpc_thread_sibling()), the
+ * core's threads taken among the CPUs of @on; -1 if none.
  */
-void __init init_sched_hpc_class(void)
+static int hpc_hw_sibling(int cpu, const struct cpumask *on)
 {
-	int cpu, other;
+	const struct cpumask *smt = topology_sibling_cpumask(cpu);
+	int i, k = 0, nr = 0;
+
+	for_each_cpu_and(i, smt, on) {
+		if (i == cpu)
+			k = nr;
+		nr++;
+	}
+	k = hpc_thread_sibling(k, nr);
+	if (k < 0)
+		return -1;
+	i = cpumask_nth_and(k, smt, on);
+	return i < nr_cpu_ids ? i : -1;
+}
+
+/* @cpu's SMT sibling among the CPUs of @on (hpc_ctx_sibling()), or -1. */
+static int hpc_pair_of(int cpu, const struct cpumask *on)
+{
+	int other = cpu ^ 1;
 	bool other_free;
 
+	if (!cpumask_test_cpu(cpu, on))
+		return -1;
+	other_free = other < nr_cpu_ids && cpumask_test_cpu(other, on) &&
+		     hpc_hw_threads(cpu, on) <= 1 &&
+		     hpc_hw_threads(other, on) <= 1;
+	return hpc_ctx_sibling(cpu, hpc_hw_sibling(cpu, on), other_free);
+}
+
+/*
+ * Pair the CPUs of @on into SMT cores (hpc_ctx_sibling()): the real
+ * siblings two by two if the topology has them, else CPUs 2k and 2k + 1;
+ * CPUs outside @on pair with none. Each CPU of @on whose sibling changed
+ * recomputes its backend state. Under the CPU hotplug lock, or at boot.
+ */
+static void hpc_pair_cpus(const struct cpumask *on)
+{
+	int cpu, sib;
+
 	for_each_possible_cpu(cpu) {
-		other = cpu ^ 1;
-		other_free = other < nr_cpu_ids && cpu_possible(other) &&
-			     hpc_hw_sibling(other) < 0;
-		per_cpu(hpc_sibling, cpu) =
-			hpc_ctx_sibling(cpu, hpc_hw_sibling(cpu), other_free);
+		sib = hpc_pair_of(cpu, on);
+		if (sib == per_cpu(hpc_sibling, cpu))
+			continue;
+		WRITE_ONCE(per_cpu(hpc_sibling, cpu), sib);
+		if (cpumask_test_cpu(cpu, on))
+			hpc_backend->sibling_changed(cpu);
 	}
+}
+
+/* After the CPU is online with its topology, before it is active. */
+static int hpc_cpu_online(unsigned int cpu)
+{
+	hpc_pair_cpus(cpu_online_mask);
+	return 0;
+}
+
+/* Once the CPU is inactive (rq_offline_hpc()), while it is still online. */
+static struct cpumask hpc_pair_mask;
+
+static int hpc_cpu_offline(unsigned int cpu)
+{
+	cpumask_andnot(&hpc_pair_mask, cpu_online_mask, cpumask_of(cpu));
+	hpc_pair_cpus(&hpc_pair_mask);
+	return 0;
+}
+
+/* The pairs of the CPUs online at boot, then after each hotplug. */
+void __init init_sched_hpc_class(void)
+{
+	int cpu, ret;
+
+	for_each_possible_cpu(cpu)
+		per_cpu(hpc_sibling, cpu) = hpc_pair_of(cpu, cpu_online_mask);
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "sched/hpc:pairs",
+					hpc_cpu_online, hpc_cpu_offline);
+	if (ret < 0)
+		pr_err("sched_hpc: SMT pairs not updated on hotplug: %d\n", ret);
 }
 
 /* /proc/<pid>/sched_hpc */
@@ -1414,7 +1475,7 @@ static ssize_t smt_pairs_show(struct kobject *kobj,
 	int cpu, sib, len = 0;
 
 	for_each_possible_cpu(cpu) {
-		sib = per_cpu(hpc_sibling, cpu);
+		sib = hpc_cpu_sibling(cpu);
 		if (sib > cpu)
 			len += sysfs_emit_at(buf, len, "%d %d\n", cpu, sib);
 	}

@@ -34,6 +34,11 @@ struct hpc_backend {
 	void (*account)(struct rq *rq, u64 delta);
 	void (*rq_online)(struct rq *rq);
 	void (*rq_offline)(struct rq *rq);
+	/*
+	 * @cpu's SMT sibling changed (CPU hotplug): redo what depends on it.
+	 * No lock held; @cpu is online.
+	 */
+	void (*sibling_changed)(int cpu);
 };
 
 extern const struct hpc_backend hpc_emul_backend;

@@ -221,6 +221,16 @@ static void hpc_emul_rq_offline(struct rq *rq)
 	hrtimer_try_to_cancel(&rq->hpc.emul_expiry);
 }
 
+/*
+ * @cpu has another sibling (CPU hotplug, SMT switched): its budget and
+ * throttling follow from the new sibling's word, recomputed on @cpu
+ * under its runqueue lock (the timers are pinned to it).
+ */
+static void hpc_emul_sibling_changed(int cpu)
+{
+	irq_work_queue_on(per_cpu_ptr(&hpc_emul_kick, cpu), cpu);
+}
+
 static void hpc_emul_init_rq(struct rq *rq, int cpu)
 {
 	init_irq_work(per_cpu_ptr(&hpc_emul_kick, cpu),
@@ -246,4 +256,5 @@ const struct hpc_backend hpc_emul_backend = {
 	.account	= hpc_emul_account,
 	.rq_online	= hpc_emul_rq_online,
 	.rq_offline	= hpc_emul_rq_offline,
+	.sibling_changed = hpc_emul_sibling_changed,
 };

@@ -127,6 +127,11 @@ static void hpc_power_rq_offline(struct rq *rq)
 {
 }
 
+/* The hardware pairs the threads: nothing to redo. */
+static void hpc_power_sibling_changed(int cpu)
+{
+}
+
 const struct hpc_backend hpc_power_backend = {
 	.name		= "power-smt",
 	.range		= { .min = HPC_POWER_PRIO_MIN, .max = HPC_POWER_PRIO_MAX },
@@ -136,4 +141,5 @@ const struct hpc_backend hpc_power_backend = {
 	.account	= hpc_power_account,
 	.rq_online	= hpc_power_rq_online,
 	.rq_offline	= hpc_power_rq_offline,
+	.sibling_changed = hpc_power_sibling_changed,
 };

@@ -18,12 +18,13 @@ SMP        ?= 2
 CASES      ?=
 APPEND     ?=
 
-CHECK_SUITES += patches-sync guest-logcheck guest-harness guest-x86-smp2 guest-x86-smp4
+CHECK_SUITES += patches-sync guest-logcheck guest-harness guest-x86-smp2 guest-x86-smp4 \
+	guest-x86-smt4
 
 .PHONY: kernel kernel-dev patches-check patches kernel-import guest-initrd \
 	guest-run guest-shell guest-selftest check-patches-sync check-guest-logcheck \
 	check-guest-harness \
-	check-guest-x86-smp2 check-guest-x86-smp4
+	check-guest-x86-smp2 check-guest-x86-smp4 check-guest-x86-smt4
 
 kernel: deps-kernel
 	@$(KBUILD_DIR)/kbuild build
@@ -75,3 +76,11 @@ check-guest-x86-smp2: kernel guest-initrd
 check-guest-x86-smp4: kernel guest-initrd
 	@tests/run-suite guest-x86-smp4 -- $(GUEST_DIR)/run-qemu --name smp4 --smp 4 \
 		--timeout $(or $(GUEST_TIMEOUT),900)
+
+# SMT4 (8 vCPUs: 2 cores of 4 threads): the SMT pairs against the topology,
+# after hotplug and SMT off/on, and the emulation on those pairs; only the
+# SMT cases (45-smt-emul, 64-smt-pairs), about 90 s.
+check-guest-x86-smt4: kernel guest-initrd
+	@tests/run-suite guest-x86-smt4 -- $(GUEST_DIR)/run-qemu --name smt4 \
+		--smp 8,sockets=1,cores=2,threads=4 --cases '*-smt-*' \
+		--timeout $(or $(GUEST_TIMEOUT),600)
