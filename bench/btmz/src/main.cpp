@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include "launch.hpp"
+#include "steptrace.hpp"
 
 using namespace btmz;
 using json = nlohmann::json;
@@ -33,6 +34,7 @@ namespace
 
 using hpcbench::launcher_rank_is_zero;
 using hpcbench::now_ns;
+using hpcbench::StepTrace;
 
 // The ids of the zones rank @r owns, as a JSON array.
 json zones_of(const std::vector<Zone> &zones, const std::vector<int> &owner, int r)
@@ -195,22 +197,17 @@ int run(const Options &o, const ClassParams &p, Mapping m)
 	};
 
 	// Trace: start, end of compute, end of the exchange, per step.
-	std::vector<uint64_t> tr(3 * static_cast<size_t>(steps));
+	StepTrace tr(static_cast<size_t>(steps));
 	exchange(); // initial ghost layers
 	MPI_Barrier(MPI_COMM_WORLD);
-	uint64_t t0 = now_ns(), comp = 0, wait = 0;
+	uint64_t t0 = now_ns();
 	for (int s = 0; s < steps; s++) {
 		uint64_t a = now_ns();
 		for (auto &[id, zs] : mine)
 			zs->step();
 		uint64_t b = now_ns();
 		exchange();
-		uint64_t c = now_ns();
-		tr[3 * s] = a;
-		tr[3 * s + 1] = b;
-		tr[3 * s + 2] = c;
-		comp += b - a;
-		wait += c - b;
+		tr.record(static_cast<size_t>(s), a, b, now_ns());
 	}
 	uint64_t t1 = now_ns();
 
@@ -224,14 +221,12 @@ int run(const Options &o, const ClassParams &p, Mapping m)
 	MPI_Reduce(ss.data(), all.data(), static_cast<int>(ss.size()), MPI_DOUBLE, MPI_SUM, 0,
 		   MPI_COMM_WORLD);
 	// Per-rank figures and traces to rank 0.
-	double mine_stats[6] = {static_cast<double>(comp),         static_cast<double>(wait),
+	double mine_stats[6] = {static_cast<double>(tr.comp_ns),   static_cast<double>(tr.wait_ns),
 				static_cast<double>(my_cells),     static_cast<double>(msgs_sent),
 				static_cast<double>(doubles_sent), static_cast<double>(t1 - t0)};
 	std::vector<double> stats(rank == 0 ? 6 * size : 0);
 	MPI_Gather(mine_stats, 6, MPI_DOUBLE, stats.data(), 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	std::vector<uint64_t> traces(rank == 0 ? tr.size() * size : 0);
-	MPI_Gather(tr.data(), static_cast<int>(tr.size()), MPI_UINT64_T, traces.data(),
-		   static_cast<int>(tr.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	std::vector<uint64_t> traces = tr.gather(rank, size);
 	if (rank != 0)
 		return 0;
 

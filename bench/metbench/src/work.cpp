@@ -139,6 +139,15 @@ void run_rank(const Options &opt, int rank, Sync &sync, IterRec *trace, RankResu
 	res.prio = read_hpc_prio();
 }
 
+// A rank's priority as text, @none if it has none.
+static void prio_text(int prio, const char *none, char *buf, size_t len)
+{
+	if (prio >= 0)
+		snprintf(buf, len, "%d", prio);
+	else
+		snprintf(buf, len, "%s", none);
+}
+
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * part / whole : 0.0;
@@ -163,10 +172,7 @@ void print_report(const Options &opt, const RunInfo &info, const std::vector<Ran
 			const RankResult &r = results[i];
 			uint64_t tot = r.compute_ns + r.wait_ns;
 			char prio[16];
-			if (r.prio >= 0)
-				snprintf(prio, sizeof(prio), "%d", r.prio);
-			else
-				snprintf(prio, sizeof(prio), "null");
+			prio_text(r.prio, "null", prio, sizeof(prio));
 			fprintf(out,
 				"%s{\"rank\":%d,\"proc\":\"%s\",\"load_units\":%" PRIu64
 				",\"compute_s\":%.6f,\"wait_s\":%.6f,\"compute_pct\":%.2f,"
@@ -189,10 +195,7 @@ void print_report(const Options &opt, const RunInfo &info, const std::vector<Ran
 			continue;
 		uint64_t tot = r.compute_ns + r.wait_ns;
 		char prio[16];
-		if (r.prio >= 0)
-			snprintf(prio, sizeof(prio), "%d", r.prio);
-		else
-			snprintf(prio, sizeof(prio), "-");
+		prio_text(r.prio, "-", prio, sizeof(prio));
 		fprintf(out, "%-6s %8.2f %8.2f %9s %10" PRIu64 " %12.3f\n",
 			proc_name(r.rank, pn, sizeof(pn)), pct(r.compute_ns, tot),
 			pct(r.wait_ns, tot), prio, r.load_total, r.time_ns / 1e9);

@@ -20,6 +20,7 @@
 #include <mpi.h>
 
 #include "launch.hpp"
+#include "steptrace.hpp"
 
 using namespace siesta;
 using json = nlohmann::json;
@@ -29,6 +30,7 @@ namespace
 
 using hpcbench::launcher_rank_is_zero;
 using hpcbench::now_ns;
+using hpcbench::StepTrace;
 
 // One work unit: a 32x32 matrix times a vector (1024 multiply-adds), the
 // vector fed back so the compiler cannot skip it.
@@ -142,8 +144,7 @@ int run(const Params &base, bool as_json, const std::string &trace_path)
 	std::vector<MPI_Request> req(2 * nb.size());
 	uint64_t sent = 0, bytes = 0, bad_payload = 0, bad_energy = 0;
 	size_t rows = static_cast<size_t>(p.iterations) * p.phases;
-	std::vector<uint64_t> tr(3 * rows);
-	uint64_t comp = 0, wait = 0;
+	StepTrace tr(rows);
 	MPI_Barrier(MPI_COMM_WORLD);
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < p.iterations; i++) {
@@ -181,25 +182,17 @@ int run(const Params &base, bool as_json, const std::string &trace_path)
 					want += static_cast<double>(s.iteration_units(i, r));
 				bad_energy += all != want;
 			}
-			uint64_t c = now_ns();
-			size_t row = static_cast<size_t>(i) * p.phases + f;
-			tr[3 * row] = a;
-			tr[3 * row + 1] = b;
-			tr[3 * row + 2] = c;
-			comp += b - a;
-			wait += c - b;
+			tr.record(static_cast<size_t>(i) * p.phases + f, a, b, now_ns());
 		}
 	}
 	uint64_t t1 = now_ns();
-	double st[7] = {static_cast<double>(comp),        static_cast<double>(wait),
+	double st[7] = {static_cast<double>(tr.comp_ns),  static_cast<double>(tr.wait_ns),
 			static_cast<double>(sent),        static_cast<double>(bytes),
 			static_cast<double>(bad_payload), static_cast<double>(bad_energy),
 			static_cast<double>(t1 - t0)};
 	std::vector<double> stats(rank == 0 ? 7 * size : 0);
 	MPI_Gather(st, 7, MPI_DOUBLE, stats.data(), 7, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	std::vector<uint64_t> traces(rank == 0 ? tr.size() * size : 0);
-	MPI_Gather(tr.data(), static_cast<int>(tr.size()), MPI_UINT64_T, traces.data(),
-		   static_cast<int>(tr.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	std::vector<uint64_t> traces = tr.gather(rank, size);
 	if (sink == 12345.678) // keep the kernel's result alive
 		fprintf(stderr, "#");
 	if (rank != 0)
