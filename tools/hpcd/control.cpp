@@ -354,8 +354,12 @@ std::string cmd_watch(Engine &, ControlHooks &h, Request req)
 	json r{{"ok", true}, {"watch", true}};
 	std::string backlog = h.watch(req.value("since", uint64_t{0}), !req.contains("since"), r);
 	std::string out = r.dump();
-	if (!backlog.empty())
-		out += "\n" + backlog.substr(0, backlog.size() - 1);
+	if (!backlog.empty()) {
+		// append(), not "\n" + substr(): GCC 12 at -O3 warns (-Wrestrict)
+		// on the temporary string.
+		out += '\n';
+		out.append(backlog, 0, backlog.size() - 1);
+	}
 	return out;
 }
 
