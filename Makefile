@@ -40,7 +40,7 @@ help:
 # The Debian packages (tools/build/deps.txt): 'make deps' installs every group;
 # each target installs the groups it needs (deps-userspace, deps-bpf,
 # deps-kernel, deps-ppc, deps-mpich; tools/build/deps.sh --groups).
-DEPS_GROUPS := userspace bpf kernel ppc mpich
+DEPS_GROUPS := userspace bpf kernel ppc mpich slurm deb
 DEPS_TARGETS := $(addprefix deps-,$(DEPS_GROUPS))
 .PHONY: $(DEPS_TARGETS)
 
@@ -69,6 +69,8 @@ include tools/build/userspace.mk
 -include tools/build/kbuild/ppc.mk
 -include tools/hpclb/hpclb.mk
 -include bench/repro/repro.mk
+-include tools/slurm/slurm.mk
+-include tools/packaging/deb.mk
 -include tests/tests.mk
 
 CHECK_RUN = $(or $(CHECK_ONLY),$(CHECK_SUITES))

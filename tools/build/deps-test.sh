@@ -10,11 +10,11 @@ work=$(mktemp -d /tmp/deps-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 groups=$("$deps" --groups | cut -d: -f1 | tr '\n' ' ')
-check "groups: base userspace bpf kernel ppc mpich ($groups)" test "$groups" = "base userspace bpf kernel ppc mpich "
+check "groups: base userspace bpf kernel ppc mpich slurm deb ($groups)" test "$groups" = "base userspace bpf kernel ppc mpich slurm deb "
 all=$("$deps" --list | sort)
 dups=$(sort <<<"$all" | uniq -d | tr '\n' ' ')
 check "no package in two groups (${dups:-none})" test -z "$dups"
-sum=$(for g in userspace bpf kernel ppc mpich; do "$deps" --list "$g"; done | sort -u)
+sum=$(for g in userspace bpf kernel ppc mpich slurm deb; do "$deps" --list "$g"; done | sort -u)
 check "every group together is every package" test "$sum" = "$all"
 us=$("$deps" --list userspace)
 for p in qemu-system-x86 linux-source-6.12 gcc-powerpc64le-linux-gnu qemu-system-ppc llvm-16 mpich; do
