@@ -19,7 +19,7 @@ cluster_up() {
 	node=$(hostname -s)
 	ncpu=$(nproc)
 	mkdir -p "$s/munge" "$s/state" "$s/spool" "$s/log"
-	chmod 700 "$s/munge"
+	chmod 755 "$s/munge" # jobs of other users than root reach the socket
 	# munged checks that its key and socket are private: root's, mode 0600/0700.
 	dd if=/dev/urandom of="$s/munge/munge.key" bs=1024 count=1 status=none
 	chmod 400 "$s/munge/munge.key"

@@ -214,6 +214,23 @@ check "#SBATCH --hpcsched: the job's srun step ran under hpcd, its report writte
 check "#SBATCH --hpcsched: the batch script itself not managed (no report for its batch step)" \
 	bash -c "[ \$(ls '$job' | grep -c 'hpcsched-$bj\.') -eq 2 ]"
 
+# --- 6b. another user's job (nobody): hpcmon-lib and the report as the user -----------
+mkdir -p "$work/njob"
+chown nobody:nogroup "$work/njob"
+cat >"$work/nbatch.sh" <<EOF
+#!/bin/bash
+#SBATCH -n 5 -O
+#SBATCH -o $work/njob/out
+srun --mpi=$mpi --hpcsched=uniform $mb --loads 20,80,20,80 --iterations 10 --wait spin
+EOF
+nj=$(sbatch --uid=nobody --gid=nogroup --chdir="$work/njob" --parsable "$work/nbatch.sh" 2>"$work/nbatch.err")
+wait_for 120 "[ -n '$nj' ] && [ -z \"\$(squeue -h -j '$nj' 2>/dev/null)\" ]"
+nrep=$work/njob/hpcsched-$nj.0.txt
+check "a job of nobody: its ranks monitored by the step's hpcd, the report written as nobody ($(stat -c %U "$nrep" 2>/dev/null))" \
+	bash -c "[ \"\$(stat -c %U '$nrep')\" = nobody ] && grep -q '^hpcsched: job $nj step 0 .*hpcd, heuristic uniform' '$nrep' &&
+		[ \$(grep -cE '^P[0-4] ' '$nrep') -ge 4 ]"
+check "a job of nobody: nothing left in the run directory, no hpcd" bash -c "[ -z \"\$(ls -A '$run')\" ] && [ -z '$(our_hpcd)' ]"
+
 # --- 7. everything this suite started stops -------------------------------------------
 cluster_down
 check "the cluster stops: no slurmctld, slurmd, munged of this suite left" bash -c \
