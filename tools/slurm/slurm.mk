@@ -19,5 +19,5 @@ slurm-plugin: deps-userspace deps-slurm $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target hpcsched_spank
 
 check-slurm: slurm-plugin
-	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcmon metbench
+	cmake --build $(BUILD) -j $(JOBS) --target hpcd hpcctl hpcd-spin hpcmon metbench
 	@tests/run-suite slurm -- tools/slurm/tests/slurm-tests.sh $(BUILD)

@@ -24,7 +24,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	tap_end
 	exit 1
 fi
-for f in "$plugin" "$hpcctl" "$hpcd" "$mb" "$build/tools/hpcmon/libhpcmon.so"; do
+for f in "$plugin" "$hpcctl" "$hpcd" "$mb" "$build/tools/hpcmon/libhpcmon.so" "$build/tools/hpcd/hpcd-spin"; do
 	[ -e "$f" ] || { nok "$f is built (make slurm-plugin hpcd metbench hpcmon)"; tap_end; exit 1; }
 done
 
@@ -157,6 +157,17 @@ check "the report's header: job, backend hpcd, heuristic adaptive, the settings"
 	grep -q "^hpcsched: job $jobid step 0 on .*: hpcd, heuristic adaptive, mode=smt-emul,waits=poll,ignore_ranks=0, 5 task(s)" "$rep"
 check "the step's trace beside it (hpcsched-$jobid.0.jsonl), readable by hpcctl report" \
 	bash -c "\"$hpcctl\" report \"$job/hpcsched-$jobid.0.jsonl\" | grep -qE \"^P[1-4] \""
+
+# --- 3b. a program without MPI: its tasks added to hpcd by pid ----------------------
+spin=$build/tools/hpcd/hpcd-spin
+srun -n 2 -O --hpcsched=uniform "$spin" 2 50 50 >"$work/sp.out" 2>"$work/sp.err"; rc=$?
+sj=$(ls -t "$job" | sed -n 's/^hpcsched-\([0-9]*\)\.0\.txt$/\1/p' | head -1)
+srep=$job/hpcsched-$sj.0.txt
+sed 's/^/#   /' "$srep" 2>/dev/null | sed -n '3,6p'
+check "a program without MPI (hpcd-spin, 2 tasks): exit $rc, both tasks added by pid, their iterations followed" \
+	bash -c "[ $rc -eq 0 ] && [ \$(awk '\$3 == \"hpcd-spin\" && \$4 >= 5' '$srep' | wc -l) -eq 2 ]"
+check "a program without MPI: no libhpcmon preloaded, nothing left" bash -c \
+	"! grep -q hpcmon '$work/sp.err' && [ -z \"\$(ls -A '$run')\" ] && [ -z '$(our_hpcd)' ]"
 
 # --- 4. scancel of a running step -----------------------------------------------------
 long=(--loads 500,2000,500,2000 --iterations 100000 --wait spin)
