@@ -24,6 +24,7 @@
 #include <linux/sysfs.h>
 
 #include "sched.h"
+#include "pelt.h"
 #include "hpc_backend.h"
 #include "hpc_policy.h"
 #include "hpc_queue.h"
@@ -449,6 +450,7 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	} else {
 		add_nr_running(rq, 1);
 	}
+	cpufreq_update_util(rq, 0);
 
 	hpc_snap_store(cpu_of(rq), p, false);
 	/* A woken task starts a compute phase with its new priority. */
@@ -570,6 +572,7 @@ static void put_prev_task_hpc(struct rq *rq, struct task_struct *p,
 			      struct task_struct *next)
 {
 	update_curr_hpc(rq);
+	update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 1);
 }
 
 static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
@@ -586,6 +589,10 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 	hse->applied_prio = hpc_mech_prio(p, c);
 	hpc_snap_store(cpu_of(rq), p, true);
 	hpc_backend->apply(rq, p, hse->applied_prio);
+
+	/* put_prev_task_hpc() has accounted the time of an HPC predecessor. */
+	if (first && rq->curr->sched_class != &hpc_sched_class)
+		update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 0);
 }
 
 #ifdef CONFIG_SMP
@@ -925,6 +932,9 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 	u64 now = hpc_clock();
 
 	update_curr_hpc(rq);
+	update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 1);
+	/* No fair task may run here to ask for the CPU's frequency. */
+	cpufreq_update_util(rq, 0);
 	hpc_account_tick(rq, p, now);
 	hpc_snap_store(cpu_of(rq), p, true);
 	/* Picked just as its CPU ran out of budget: leave at once. */
