@@ -944,6 +944,51 @@ static void write_report(void)
 	}
 }
 
+/*
+ * Run fn in a process of its own session, reparented away from slurmstepd,
+ * and wait up to `ms` for it: at the step's end Slurm's process tracking
+ * signals what slurmstepd still has below it (hpcctl report was killed by
+ * SIGTERM half-way through).
+ */
+static void detached(void (*fn)(void), long ms)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int sig = 1; sig < 32; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+		setsid();
+		pid_t d = fork();
+		if (d == 0) {
+			close(p[1]);
+			fn();
+			_exit(0);
+		}
+		(void)!write(p[1], &d, sizeof(d));
+		_exit(0);
+	}
+	close(p[1]);
+	pid_t d = -1;
+	if (read(p[0], &d, sizeof(d)) != sizeof(d))
+		d = -1;
+	close(p[0]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (d > 0 && !gone_within(d, ms))
+		kill(d, SIGKILL);
+}
+
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	(void)sp;
@@ -965,7 +1010,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		if (st.be != B_HPCD || !gone_within(st.tracer, 3000))
 			stop_pid(st.tracer, SIGINT, 5000);
 	}
-	write_report();
+	detached(write_report, 60000);
 	remove_tree(st.dir);
 	return ESPANK_SUCCESS;
 }

@@ -134,15 +134,19 @@ if read -r hp gp inst ctl < <(step_hpcd 4); then
 	check "every worker is monitored (libhpcmon in LD_PRELOAD, HPCD_SOCKET): ranks $(python3 -c 'import json,sys; print(sorted((t["rank"], t["source"]) for t in json.load(open(sys.argv[1]))))' "$work/top.json" 2>/dev/null)" \
 		python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert sorted((x["rank"], x["source"]) for x in t) == [(r, "monitor") for r in (1, 2, 3, 4)]' "$work/top.json"
 else
-	nok "srun --hpcsched=adaptive MetBench: the step's hpcd manages its 4 workers" "$(cat "$work/mb.err")"
-	hp=0 gp=0 inst=/nonexistent
+	nok "srun --hpcsched=adaptive MetBench: the step's hpcd manages its 4 workers" "$(cat "$work/mb.err")" \
+		"status: $(cat "$work/st.json" 2>/dev/null)" "$(tail -5 "$run"/*/hpcd.log 2>/dev/null)"
+	hp=999999999 gp=999999999 inst=/nonexistent
 fi
 wait $sp; rc=$?
-jobid=$(ls "$job" | sed -n 's/^hpcsched-\([0-9]*\)\.0\.txt$/\1/p' | sort -n | tail -1)
-rep=$job/hpcsched-$jobid.0.txt
 check "MetBench under srun: exit 0 ($rc), its 5 ranks ran ($(grep -c . "$work/mb.out") lines of output)" \
 	test $rc -eq 0
-check "MetBench: every hpcd, guardian, cgroup and socket of the step gone" wait_for 15 "all_gone '$hp' '$gp' '$inst'"
+# srun returns when the tasks end; slurmstepd then writes the report and
+# removes the run directory.
+check "MetBench: every hpcd, guardian, cgroup and socket of the step gone" wait_for 30 "all_gone '$hp' '$gp' '$inst'"
+jobid=$(basename "$(dirname "${ctl:-/0.0/x}")")
+jobid=${jobid%%.*}
+rep=$job/hpcsched-$jobid.0.txt
 check "the report was written: $rep" test -s "$rep"
 sed 's/^/#   /' "$rep" 2>/dev/null | head -20
 check "the report: rows P1..P4 (the workers), with % compute and priorities" bash -c \
@@ -161,7 +165,8 @@ check "the step's trace beside it (hpcsched-$jobid.0.jsonl), readable by hpcctl 
 # --- 3b. a program without MPI: its tasks added to hpcd by pid ----------------------
 spin=$build/tools/hpcd/hpcd-spin
 srun -n 2 -O --hpcsched=uniform "$spin" 2 50 50 >"$work/sp.out" 2>"$work/sp.err"; rc=$?
-sj=$(ls -t "$job" | sed -n 's/^hpcsched-\([0-9]*\)\.0\.txt$/\1/p' | head -1)
+wait_for 30 '[ -z "$(ls -A "$run")" ]'
+sj=$(ls "$job" | sed -n 's/^hpcsched-\([0-9]*\)\.0\.txt$/\1/p' | sort -n | tail -1)
 srep=$job/hpcsched-$sj.0.txt
 sed 's/^/#   /' "$srep" 2>/dev/null | sed -n '3,6p'
 check "a program without MPI (hpcd-spin, 2 tasks): exit $rc, both tasks added by pid, their iterations followed" \
@@ -220,7 +225,7 @@ bj=$(sbatch --parsable "$work/batch.sh" 2>"$work/batch.err")
 check "sbatch with #SBATCH --hpcsched=adaptive: submitted ($bj)" test -n "$bj"
 wait_for 120 "[ -z \"\$(squeue -h -j $bj 2>/dev/null)\" ]"
 check "#SBATCH --hpcsched: the job's srun step ran under hpcd, its report written (hpcsched-$bj.0.txt)" \
-	bash -c "grep -q '^hpcsched: job $bj step 0 .*hpcd, heuristic adaptive' '$job/hpcsched-$bj.0.txt' &&
+	wait_for 30 "grep -q '^hpcsched: job $bj step 0 .*hpcd, heuristic adaptive' '$job/hpcsched-$bj.0.txt' &&
 		[ \$(grep -cE '^P[0-4] ' '$job/hpcsched-$bj.0.txt') -ge 4 ]"
 check "#SBATCH --hpcsched: the batch script itself not managed (no report for its batch step)" \
 	bash -c "[ \$(ls '$job' | grep -c 'hpcsched-$bj\.') -eq 2 ]"
@@ -237,6 +242,7 @@ EOF
 nj=$(sbatch --uid=nobody --gid=nogroup --chdir="$work/njob" --parsable "$work/nbatch.sh" 2>"$work/nbatch.err")
 wait_for 120 "[ -n '$nj' ] && [ -z \"\$(squeue -h -j '$nj' 2>/dev/null)\" ]"
 nrep=$work/njob/hpcsched-$nj.0.txt
+wait_for 30 "[ -s '$nrep' ] && [ -z \"\$(ls -A '$run')\" ]"
 check "a job of nobody: its ranks monitored by the step's hpcd, the report written as nobody ($(stat -c %U "$nrep" 2>/dev/null))" \
 	bash -c "[ \"\$(stat -c %U '$nrep')\" = nobody ] && grep -q '^hpcsched: job $nj step 0 .*hpcd, heuristic uniform' '$nrep' &&
 		[ \$(grep -cE '^P[0-4] ' '$nrep') -ge 4 ]"
