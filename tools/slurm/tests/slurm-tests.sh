@@ -34,6 +34,14 @@ run=$work/run job=$work/job
 mkdir -p "$job"
 cleanup() {
 	cluster_down
+	# A failed run keeps its logs (Slurm's, the jobs' output and reports).
+	if [ "$failed" -gt 0 ] && [ -n "${RESULTS:-}" ]; then
+		rm -rf "$RESULTS/slurm-failed"
+		mkdir -p "$RESULTS/slurm-failed"
+		cp -r "$work"/*.out "$work"/*.err "$work"/*.json "$work/job" "$work/slurm/log" \
+			"$RESULTS/slurm-failed/" 2>/dev/null
+		echo "# the failed run's logs: $RESULTS/slurm-failed"
+	fi
 	# Whatever a failed check left: this suite's hpcds (their sockets are
 	# under $run), then hpcd --cleanup for trees of dead instances.
 	for p in $(pgrep -f -- "--control $run/" 2>/dev/null); do kill -TERM "$p" 2>/dev/null; done
