@@ -503,6 +503,16 @@ static void job_env(spank_t sp, const char *var, char *buf, int n)
 		buf[0] = '\0';
 }
 
+/* hpcctl's environment: the plugin's sysfs directories. */
+static char **tool_env(void)
+{
+	static char sys[PATH_MAX + 16], scx[PATH_MAX + 16];
+	static char *envp[] = {TOOL_PATH, sys, scx, NULL};
+	fmt(sys, sizeof(sys), "HPC_SYSFS=%s", a_sysfs);
+	fmt(scx, sizeof(scx), "HPC_SCX_SYSFS=%s", a_scx_sysfs);
+	return envp;
+}
+
 /* hpcctl's choice: the kernel class when <sysfs> is a directory; scx_hpc
  * when one is loaded (hpcctl --backend scx status answers); else hpcd. */
 static enum backend choose_backend(void)
@@ -514,9 +524,8 @@ static enum backend choose_backend(void)
 	if (fmt(p, sizeof(p), "%s/state", a_scx_sysfs) == 0 && read_text(p, b, sizeof(b)) == 0 &&
 	    !strncmp(b, "enabled", 7)) {
 		char *argv[] = {a_hpcctl, "--backend", "scx", "status", NULL};
-		char *envp[] = {TOOL_PATH, NULL};
 		char out[4096];
-		struct run r = {.argv = argv, .envp = envp, .buf = out, .len = sizeof(out)};
+		struct run r = {.argv = argv, .envp = tool_env(), .buf = out, .len = sizeof(out)};
 		if (run(&r, NULL) == 0)
 			return B_SCX;
 	}
@@ -570,7 +579,8 @@ static void start_trace(void)
 	char *argv[] = {a_hpcctl,    "--backend",   (char *)backend_name[st.be],
 			"trace",     "-o",          st.trace,
 			"--duration", "9000000",   NULL};
-	char *envp[] = {TOOL_PATH, ctl_env, NULL};
+	char **te = tool_env();
+	char *envp[] = {te[0], te[1], te[2], ctl_env, NULL};
 	struct run r = {.argv = argv, .envp = envp, .out = log, .detach = 1};
 	if (run(&r, &st.tracer) != 0) {
 		slurm_info("hpcsched: job %u.%u: hpcctl trace did not start: no report", st.job,
@@ -620,9 +630,8 @@ static int start_backend(void)
 		/* The node's one instance: the step's settings go to it (as
 		 * hpcctl run sets them), checked by hpcctl. */
 		char *argv[72], words[sizeof(st.set)];
-		char *envp[] = {TOOL_PATH, NULL};
 		set_argv(argv, 72, words, backend_name[st.be]);
-		struct run r = {.argv = argv, .envp = envp, .buf = err, .len = sizeof(err)};
+		struct run r = {.argv = argv, .envp = tool_env(), .buf = err, .len = sizeof(err)};
 		int rc = run(&r, NULL);
 		if (rc != 0) {
 			fmt(why, sizeof(why), "%s", rc < 0 || rc == 127 ? "hpcctl cannot run" : first_line(err));
@@ -804,8 +813,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	struct sched_param p = {.sched_priority = 0};
 	int pol = st.be == B_KERNEL ? SCHED_HPC_POLICY : SCHED_EXT_POLICY;
 	if (sched_setscheduler(0, pol, &p) != 0) {
-		slurm_error("hpcsched: job %u.%u: cannot switch the task to %s: %s", st.job, st.step,
-			    st.be == B_KERNEL ? "SCHED_HPC" : "SCHED_EXT (scx_hpc)", strerror(errno));
+		int err = errno, id = -1;
+		if (spank_get_item(sp, S_TASK_ID, &id) == ESPANK_SUCCESS && id == 0)
+			slurm_error("hpcsched: job %u.%u: cannot switch the tasks to %s: %s", st.job,
+				    st.step, st.be == B_KERNEL ? "SCHED_HPC" : "SCHED_EXT (scx_hpc)",
+				    strerror(err));
 		return SPANK_FAIL;
 	}
 	return ESPANK_SUCCESS;

@@ -125,6 +125,34 @@ srun -n 1 --hpcsched=uniform --hpcsched-set low_util true >"$work/e4.out" 2>"$wo
 check "--hpcsched-set low_util (no value): refused by srun (exit $rc): $(grep -m1 'hpcsched:' "$work/e4.err")" \
 	bash -c "[ $rc -ne 0 ] && grep -q \"hpcsched: --hpcsched-set: 'low_util' is not KEY=VALUE\" '$work/e4.err'"
 
+# --- 2b. a node with the kernel class (a stand-in sysfs: the same files) -----------
+# hpcctl's choice as hpcctl makes it: the class's directory exists, so the
+# step's settings go to it through hpcctl --backend kernel set; this kernel
+# has no SCHED_HPC, so the tasks then cannot switch: one line, no program run.
+k=$work/sysfs
+mkdir -p "$k"
+for kv in low_util=65 high_util=85 min_prio=4 max_prio=6 global_weight=10 last_weight=90 \
+	heuristic=uniform min_wait_us=100 queue=rr timeslice_us=100000 emul_period_us=10000 \
+	backend=none "prio_range=1 6" "smt_pairs=0 1"; do echo "${kv#*=}" >"$k/${kv%%=*}"; done
+cp "$work/plugstack.conf" "$work/plugstack.hpcd"
+echo "required $plugin hpcctl=$hpcctl hpcd=$hpcd hpcmon_lib=$hpcmon_lib rundir=$run sysfs=$k" >"$work/plugstack.conf"
+srun -n 1 --hpcsched=uniform --hpcsched-set low_util=90 touch "$work/ran.k1" >"$work/k1.out" 2>"$work/k1.err"; rc=$?
+check "kernel class, --hpcsched-set low_util=90 (not below high_util): hpcctl set refuses (exit $rc), one line, nothing written: $(grep -m1 'hpcsched:' "$work/k1.err")" \
+	bash -c "[ $rc -ne 0 ] && [ \$(grep -c 'hpcsched:' '$work/k1.err') -eq 1 ] && grep -q 'hpcsched: job [0-9]*\.0: .*low_util' '$work/k1.err' &&
+		[ \"\$(cat '$k/low_util')/\$(cat '$k/heuristic')\" = 65/uniform ] && [ ! -e '$work/ran.k1' ]"
+srun -n 2 -O --hpcsched=adaptive --hpcsched-set low_util=60 touch "$work/ran.k2" >"$work/k2.out" 2>"$work/k2.err"; rc=$?
+if [ -d /sys/kernel/sched_hpc ]; then
+	skip "kernel class: the tasks switch to SCHED_HPC" "this kernel has the class: the stand-in is not needed"
+else
+	check "kernel class: the step's settings written by hpcctl ($(cat "$k/low_util")/$(cat "$k/heuristic")), the tasks cannot switch on this kernel: exit $rc, one line: $(grep -m1 'hpcsched:' "$work/k2.err")" \
+		bash -c "[ $rc -ne 0 ] && [ \"\$(cat '$k/low_util')/\$(cat '$k/heuristic')\" = 60/adaptive ] &&
+			[ \$(grep -c 'hpcsched:' '$work/k2.err') -eq 1 ] && grep -q 'cannot switch the tasks to SCHED_HPC' '$work/k2.err' &&
+			[ ! -e '$work/ran.k2' ]"
+fi
+check "kernel class: no hpcd started, the run directory empty" bash -c "[ -z \"\$(ls -A '$run')\" ] && [ -z '$(our_hpcd)' ]"
+cp "$work/plugstack.hpcd" "$work/plugstack.conf"
+rm -f "$job"/hpcsched-*
+
 # --- 3. MetBench under srun --hpcsched=adaptive -------------------------------------
 # make run's workload on the emulated SMT cores (mode=smt-emul, waits=poll:
 # the ranks sleep in their waits, hpcd counts them polling), rank 0 (the
