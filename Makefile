@@ -86,20 +86,12 @@ check: deps
 # libhpcmon-mpich.so in PREFIX/lib/hpcsched (hpcmon-lib prints them), the
 # plot script of 'hpcctl report --plot' in PREFIX/share/hpcsched, hpcctl(1)
 # and hpcd(8). DESTDIR is prepended to every path (staging).
-INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: hpcd
 	cmake --build $(BUILD) -j $(JOBS) --target hpcmon
-	install -d $(INSTALL_DIR)/bin $(INSTALL_DIR)/sbin $(INSTALL_DIR)/lib/hpcsched \
-		$(INSTALL_DIR)/share/hpcsched $(INSTALL_DIR)/share/man/man1 $(INSTALL_DIR)/share/man/man8
-	install -m 755 $(BUILD)/tools/hpcd/hpcctl tools/hpcmon/hpcmon-lib $(INSTALL_DIR)/bin/
-	install -m 755 $(BUILD)/tools/hpcd/hpcd $(INSTALL_DIR)/sbin/
-	install -m 755 $(BUILD)/tools/hpcmon/libhpcmon.so $(INSTALL_DIR)/lib/hpcsched/
-	ln -sf libhpcmon.so $(INSTALL_DIR)/lib/hpcsched/libhpcmon-openmpi.so
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX) --component hpcd
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX) --component hpcmon
 	if [ -e $(BUILD)/mpich/tools/hpcmon/libhpcmon-mpich.so ]; then \
-		install -m 755 $(BUILD)/mpich/tools/hpcmon/libhpcmon-mpich.so $(INSTALL_DIR)/lib/hpcsched/; fi
-	install -m 755 bench/metbench/report.py $(INSTALL_DIR)/share/hpcsched/
-	install -m 644 tools/hpcd/hpcctl.1 $(INSTALL_DIR)/share/man/man1/
-	install -m 644 tools/hpcd/hpcd.8 $(INSTALL_DIR)/share/man/man8/
+		DESTDIR=$(DESTDIR) cmake --install $(BUILD)/mpich --prefix $(PREFIX) --component hpcmon; fi
 
 # The package groups and which target installs which (make -n only).
 check-deps:
