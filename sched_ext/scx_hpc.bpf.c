@@ -10,7 +10,7 @@
  * the heuristics and the rule. This file only feeds it events:
  *   ops.runnable   wake-up          -> hpc_on_wakeup(t, now, params,
  *                                      sibling snapshot, fixed priority)
- *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep()
+ *   ops.quiescent  SCX_DEQ_SLEEP    -> hpc_task_sleep() (not for a lock: hpc_block_is_wait())
  *   ops.tick       running task     -> hpc_on_tick(t, now, params,
  *                                      sibling snapshot, fixed priority)
  * A task hpcctl fixed a priority for (the fixed_prios map, hpcctl --backend
@@ -642,7 +642,7 @@ void BPF_STRUCT_OPS(hpc_quiescent, struct task_struct *p, u64 deq_flags)
 	struct task_ctx *tc;
 	u64 now;
 
-	if (!(deq_flags & SCX_DEQ_SLEEP))
+	if (!(deq_flags & SCX_DEQ_SLEEP) || !hpc_block_is_wait(p->__state))
 		return;
 	tc = get_task(p);
 	if (!tc)

@@ -152,6 +152,23 @@ static inline bool hpc_wait_closes(u64 wait_ns, const struct hpc_params *p)
 #define HPC_TASK_RUNNABLE	0
 #define HPC_TASK_SLEEPING	1
 
+/*
+ * The scheduler's task state of a task that blocks for a lock that would
+ * spin without PREEMPT_RT (Linux's TASK_RTLOCK_WAIT).
+ */
+#define HPC_STATE_RTLOCK_WAIT	0x00001000
+
+/*
+ * Whether a task that blocks in the scheduler's task state @state begins a
+ * wait phase. A block for such a lock is part of the compute phase, as a
+ * preemption is: on PREEMPT_RT every contended spinlock_t blocks, and its
+ * waits would cut the compute phases into iterations of their own.
+ */
+static inline bool hpc_block_is_wait(unsigned int state)
+{
+	return !(state & HPC_STATE_RTLOCK_WAIT);
+}
+
 /* How the heuristic classes a utilisation. */
 enum hpc_class {
 	HPC_CLASS_NONE = -1,	/* no information (no sibling) */

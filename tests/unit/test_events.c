@@ -198,6 +198,17 @@ static void late_sleep_takes_back_the_fold(void **state)
 	(void)state;
 }
 
+/* A block for a lock (PREEMPT_RT's TASK_RTLOCK_WAIT) is not a wait phase. */
+static void block_for_a_lock_is_no_wait(void **state)
+{
+	(void)state;
+	assert_true(hpc_block_is_wait(0x0001));		/* TASK_INTERRUPTIBLE */
+	assert_true(hpc_block_is_wait(0x0002));		/* TASK_UNINTERRUPTIBLE */
+	assert_true(hpc_block_is_wait(0x0402));		/* TASK_IDLE */
+	assert_false(hpc_block_is_wait(HPC_STATE_RTLOCK_WAIT));
+	assert_int_equal(HPC_STATE_RTLOCK_WAIT, 0x1000);	/* Linux 6.12's value */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +220,7 @@ int main(void)
 		cmocka_unit_test(tick_without_a_sibling),
 		cmocka_unit_test(tick_judges_the_critical_path),
 		cmocka_unit_test(late_sleep_takes_back_the_fold),
+		cmocka_unit_test(block_for_a_lock_is_no_wait),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

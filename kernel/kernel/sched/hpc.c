@@ -33,6 +33,7 @@
 static_assert(sizeof(struct hpc_task) <=
 	      sizeof_field(struct sched_hpc_entity, state));
 static_assert(SCHED_HPC_PRIO_NORMAL == HPC_PRIO_NORMAL);
+static_assert(HPC_STATE_RTLOCK_WAIT == TASK_RTLOCK_WAIT);
 
 enum hpc_queue_mode {
 	HPC_QUEUE_RR = 0,
@@ -467,7 +468,8 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 		return true;
 
 	if (flags & DEQUEUE_SLEEP) {
-		hpc_task_sleep(hpc_it(p), hpc_clock());
+		if (hpc_block_is_wait(READ_ONCE(p->__state)))
+			hpc_task_sleep(hpc_it(p), hpc_clock());
 		hpc_snap_store(cpu_of(rq), p, false);
 	}
 
