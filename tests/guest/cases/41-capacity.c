@@ -30,7 +30,7 @@ static void shares(void)
 {
 	long long t0[2 * MAXC], t1, got, lo = -1, hi = 0;
 	int ncpu = online_cpus(), n = 2 * ncpu, i, c;
-	char desc[32] = "";
+	char desc[64] = "";
 
 	if (ncpu > MAXC) {
 		tap_skip("shares", "needs at most %d CPUs (have %d)", MAXC, ncpu);
