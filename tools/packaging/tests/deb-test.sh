@@ -127,7 +127,8 @@ host_had=$([ -e /usr/sbin/hpcd ] && echo yes || echo no)
 mkdir -p "$work/debs"
 for p in "${!pkg[@]}"; do [ -z "${pkg[$p]}" ] || cp "${pkg[$p]}" "$work/debs/"; done
 # Test programs built on the host: a plain MPI program for each MPI.
-mpicc.openmpi -o "$work/debs/tiny-openmpi" "$top/tools/hpcmon/tests/tiny_mpi.c" 2>"$work/cc.log" || true
+mpicc.openmpi -o "$work/debs/tiny-openmpi" "$top/tools/hpcmon/tests/tiny_mpi.c" 2>"$work/cc.log"
+check "the Open MPI test program builds ($(head -c 300 "$work/cc.log"))" test -x "$work/debs/tiny-openmpi"
 command -v mpicc.mpich >/dev/null &&
 	mpicc.mpich -o "$work/debs/tiny-mpich" "$top/tools/hpcmon/tests/tiny_mpi.c" 2>>"$work/cc.log"
 cp "$top/tools/hpclb/apps/example.c" "$work/debs/"
