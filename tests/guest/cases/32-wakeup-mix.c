@@ -30,6 +30,8 @@
  *     emulation (x86-smt-emul) is measured in the middle of each block and
  *     reported with the model's prediction: both busy contexts of an
  *     emulated core run at hpc_smt_speed(4, 4, busy) (600 permille).
+ *     A run is killed, as hung, after 5 x the block's first SCHED_OTHER
+ *     run, at least 40 s (a loaded host slows every way alike).
  *  C  shares: 4 identical busy HPC tasks for ~8 s, the first 100 ms 3 on
  *     CPU 0 and 1 on CPU 1, then unpinned (tasks that never sleep are evened
  *     out only by the class's push of task counts); the CPU time each got (its own
@@ -53,7 +55,9 @@
 #define HB_LOOPS	500
 #define HB_BLOCKS	5	/* of 2 runs of each way */
 #define HB_EMUL_BLOCKS	3	/* the first ones: with the emulation too */
-#define HB_TIMEOUT_MS	40000
+#define HB_TIMEOUT_MS	40000	/* a run's deadline, at least */
+#define HB_TIMEOUT_X	5	/* ... and 5 x the block's first SCHED_OTHER run */
+#define HB_OTHER_MS	120000	/* that first run's */
 #define HB_BOUND	1.3
 #define SHARES_SECS	8
 #define SHARES_N	4
@@ -156,8 +160,11 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One hackbench run as way @k of part B into @t; 0, or reports the failure. */
-static int hb_run(int k, int nk, const char *be, double *t)
+/*
+ * One hackbench run as way @k of part B into @t, killed after @timeout_ms;
+ * 0, or reports the failure.
+ */
+static int hb_run(int k, int nk, const char *be, unsigned int timeout_ms, double *t)
 {
 	static const char *const name[3] = { "OTHER", "HPC", "HPC+emulation" };
 	static const int pol[3] = { SCHED_OTHER, SCHED_HPC, SCHED_HPC };
@@ -167,7 +174,7 @@ static int hb_run(int k, int nk, const char *be, double *t)
 		tap_fail("B: backend switched", "to %s", k == 1 ? "none" : be);
 		return -1;
 	}
-	if (wm_hackbench(pol[k], HB_GROUPS, HB_LOOPS, HB_TIMEOUT_MS, t, err, sizeof(err))) {
+	if (wm_hackbench(pol[k], HB_GROUPS, HB_LOOPS, timeout_ms, t, err, sizeof(err))) {
 		tap_fail("B: hackbench runs", "as %s: %s", name[k], err);
 		return -1;
 	}
@@ -188,6 +195,7 @@ static void part_b(void)
 	double t[3][2], r[3][HB_BLOCKS], sum[3] = { 0 }, ratio[3];
 	unsigned int speed = HPC_SMT_SCALE;
 	int b, i, k, nk = 2, nb[3] = { HB_BLOCKS, HB_BLOCKS, HB_EMUL_BLOCKS }, n;
+	unsigned int tmo;
 	char be[64];
 
 	if (knob_read("backend", be, sizeof(be)) <= 0)
@@ -198,7 +206,11 @@ static void part_b(void)
 		n = b < HB_EMUL_BLOCKS ? nk : 2;
 		for (i = 0; i < 2 * n; i++) {
 			k = i < n ? i : 2 * n - 1 - i;
-			if (hb_run(k, nk, be, &t[k][i >= n])) {
+			tmo = HB_OTHER_MS;
+			if (i)
+				tmo = t[0][0] * HB_TIMEOUT_X * 1000 > HB_TIMEOUT_MS ?
+				      (unsigned int)(t[0][0] * HB_TIMEOUT_X * 1000) : HB_TIMEOUT_MS;
+			if (hb_run(k, nk, be, tmo, &t[k][i >= n])) {
 				set_backend(be);
 				return;
 			}

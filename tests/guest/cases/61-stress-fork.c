@@ -3,10 +3,12 @@
  * 61-stress-fork: fork/exit storms of HPC tasks.
  *
  * An HPC parent keeps up to 4 x nCPU children in flight for ~4 s (at most
- * 2000 children). Each child checks it inherited SCHED_HPC with fresh
- * iteration state (or SCHED_OTHER when the parent set SCHED_RESET_ON_FORK,
- * every other round), computes a little, sleeps (closing an iteration),
- * starts two short-lived HPC threads and a grandchild, and exits.
+ * 2000 children), or longer, up to 30 s, until 50 have ended: a guest
+ * whose vCPUs a loaded host runs a fraction of the time makes fewer in 4 s.
+ * Each child checks it inherited SCHED_HPC with fresh iteration state (or
+ * SCHED_OTHER when the parent set SCHED_RESET_ON_FORK, every other round),
+ * computes a little, sleeps (closing an iteration), starts two short-lived
+ * HPC threads and a grandchild, and exits.
  * Asserts: every child exits 0, progress, no child left behind, the parent
  * is still SCHED_HPC and its own accounting still works.
  *
@@ -91,7 +93,7 @@ static int child(int reset)
 int main(void)
 {
 	int inflight = 0, maxin, st, bad = 0, firstbad = 0, done = 0, r, reset = 0;
-	uint64_t end;
+	uint64_t start, end, hard_end;
 	struct hpc_stat hs;
 	pid_t pid;
 
@@ -104,8 +106,11 @@ int main(void)
 	r = set_hpc(0);
 	if (!tap_check(r == 0, strerror(-r), "parent is SCHED_HPC"))
 		return tap_done();
-	end = now_ns() + 4000000000ULL;
-	while (now_ns() < end && done + inflight < 2000) {
+	start = now_ns();
+	end = start + 4000000000ULL;
+	hard_end = start + 30000000000ULL;
+	while (done + inflight < 2000 &&
+	       (now_ns() < end || (done < 50 && now_ns() < hard_end))) {
 		while (inflight < maxin && done + inflight < 2000) {
 			fflush(stdout);
 			pid = fork();
@@ -144,11 +149,12 @@ int main(void)
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 	}
-	tap_diag("%d children in ~4 s, %d failed (first failure code %d)", done, bad, firstbad);
+	tap_diag("%d children in %.1f s, %d failed (first failure code %d)", done,
+		 (double)(now_ns() - start) / 1e9, bad, firstbad);
 	tap_ok(inflight == 0, "every child exited within the timeout (%d left)", inflight);
 	tap_ok(bad == 0, "every child saw the expected policy and fresh state (%d failed, first code %d)",
 	       bad, firstbad);
-	tap_ok(done >= 50, "storm made progress (%d children)", done);
+	tap_ok(done >= 50, "storm made progress (%d children, at least 50 within 30 s)", done);
 	errno = 0;
 	tap_ok(waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD, "no child left behind");
 	r = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
