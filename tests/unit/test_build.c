@@ -5,7 +5,7 @@
  * only if it succeeds (warnings are errors):
  *
  *   bpf_*           clang-16 -target bpf -O2 -Wall -Werror, with
- *                   tests/unit/bpf_prelude.h standing in for vmlinux.h and
+ *                   tools/include/hpc_bpf_types.h standing in for vmlinux.h and
  *                   HPC_API empty (the functions global, so kept); the
  *                   objects must not call anything outside themselves.
  *   strict_*        user space with the kernel's warning flags (gcc, clang).
@@ -114,7 +114,7 @@ struct check {
 
 #define BPF_FLAGS							\
 	"-target bpf -O2 -g -Wall -Werror "				\
-	"-include '" HPC_TEST_SRC "/bpf_prelude.h'"
+	"-include '" HPC_BPF_TYPES "'"
 
 #define GCC_INCLUDE	"'" HPC_GCC "' -print-file-name=include"
 #define CLANG_INCLUDE	"echo \"$('" HPC_CLANG "' -print-resource-dir)/include\""

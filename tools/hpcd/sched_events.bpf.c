@@ -12,13 +12,23 @@
  * CO-RE: the three fields of task_struct read here are relocated against
  * the running kernel's BTF, so no vmlinux.h is needed to build it.
  */
-#include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
 #include "sched_events.h"
+
+/*
+ * The policy core's rule of which block is a wait (hpc_block_is_wait(),
+ * kernel/hpc-core/hpc_policy.h): on PREEMPT_RT a thread that blocks for a
+ * contended spinlock_t is still computing. The core's BPF build takes the
+ * kernel's type names from vmlinux.h; this program has no vmlinux.h, and
+ * calls none of the core's functions (declared, not compiled in, here).
+ */
+#define HPC_API extern
+#include "hpc_bpf_types.h"
+#include "hpc_policy.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -133,14 +143,15 @@ static void mark(struct task_struct *p, bool runnable)
 
 /*
  * prev blocked if it left the CPU neither preempted nor still TASK_RUNNING
- * (a pending signal puts it back to running before the switch); dying
- * threads leave as TASK_DEAD. next runs, so it is runnable.
+ * (a pending signal puts it back to running before the switch) nor blocked
+ * for a lock that spins without PREEMPT_RT (the core's rule); dying threads
+ * leave as TASK_DEAD. next runs, so it is runnable.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(hpcd_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	mark(prev, preempt || !prev_state || !prev->__state);
+	mark(prev, preempt || !prev_state || !prev->__state || !hpc_block_is_wait(prev_state));
 	mark(next, true);
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The few vmlinux.h types the policy core uses, for compiling it with
- * clang -target bpf where no vmlinux.h has been generated yet.
+ * The few vmlinux.h types the policy core (kernel/hpc-core/) uses, for a
+ * BPF program that includes it without a vmlinux.h: hpcd's event source
+ * (tools/hpcd/sched_events.bpf.c) and the unit suite's BPF build checks.
  */
 #ifndef __VMLINUX_H__
 typedef unsigned char u8;
