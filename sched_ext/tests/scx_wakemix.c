@@ -6,7 +6,7 @@
  * the kernel guest case 32-wakeup-mix.
  *
  * usage: scx_wakemix probe     -p POL -t SECS [-b NBUSY] [-g GROUPS] [-l LOOPS] [-P]
- *        scx_wakemix hackbench -p POL [-g GROUPS] [-l LOOPS] [-T TIMEOUT]
+ *        scx_wakemix hackbench -p POL [-g GROUPS] [-l LOOPS] [-T TIMEOUT | -R REF_MS]
  *        scx_wakemix shares    -p POL -t SECS [-n N] [-S]
  *
  * Prints key=value lines. Exit status: 0, 1 (a child failed or timed
@@ -26,7 +26,7 @@ static void usage(const char *prog)
 {
 	fprintf(stderr,
 		"usage: %s probe     -p POL -t SECS [-b NBUSY] [-g GROUPS] [-l LOOPS] [-P]\n"
-		"       %s hackbench -p POL [-g GROUPS] [-l LOOPS] [-T TIMEOUT_S]\n"
+		"       %s hackbench -p POL [-g GROUPS] [-l LOOPS] [-T TIMEOUT_S | -R REF_MS]\n"
 		"       %s shares    -p POL -t SECS [-n N] [-S]\n"
 		"  -p POL    policy of every measured task (0 other, 3 batch, 7 ext, 8 hpc)\n"
 		"  -t SECS   measured interval\n"
@@ -36,6 +36,8 @@ static void usage(const char *prog)
 		"  -l LOOPS  messages from each sender to each receiver (default %d)\n"
 		"  -P        probe: pin busy loop i to CPU i %% ncpus (default: unpinned)\n"
 		"  -T SECS   hackbench: kill the run after this (default %d)\n"
+		"  -R MS     hackbench: kill the run after the deadline wm_hb_timeout_ms() gives\n"
+		"            for this slowest SCHED_OTHER run so far (0: none yet)\n"
 		"  -n N      shares: busy loops (default %d)\n"
 		"  -S        shares: skewed start, N-1 loops on CPU 0 and one on CPU 1 for\n"
 		"            100 ms, then unpinned (only the scheduler's balancing evens\n"
@@ -59,7 +61,7 @@ static int num(const char *s)
 int main(int argc, char **argv)
 {
 	int policy = -1, secs = -1, nbusy = DEF_BUSY, groups = -1, loops = DEF_LOOPS;
-	int timeout = DEF_TIMEOUT, pin = 0, skew = 0, opt, rc, *val;
+	int timeout = DEF_TIMEOUT, ref = -1, pin = 0, skew = 0, opt, rc, *val;
 	const char *mode;
 	char err[256] = "";
 
@@ -73,14 +75,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	optind = 2;
-	while ((opt = getopt(argc, argv, "p:t:b:g:l:n:T:PS")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:b:g:l:n:T:R:PS")) != -1) {
 		if (opt == 'P' || opt == 'S') {
 			*(opt == 'P' ? &pin : &skew) = 1;
 			continue;
 		}
 		val = opt == 'p' ? &policy : opt == 't' ? &secs :
 		      opt == 'b' || opt == 'n' ? &nbusy : opt == 'g' ? &groups :
-		      opt == 'l' ? &loops : opt == 'T' ? &timeout : NULL;
+		      opt == 'l' ? &loops : opt == 'T' ? &timeout : opt == 'R' ? &ref : NULL;
 		if (!val) {
 			usage(argv[0]);
 			return 2;
@@ -117,7 +119,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		rc = wm_hackbench(policy, groups < 0 ? DEF_GROUPS : groups, loops,
-				  (unsigned int)timeout * 1000U, &s, err, sizeof(err));
+				  ref >= 0 ? wm_hb_timeout_ms((unsigned int)ref) :
+					     (unsigned int)timeout * 1000U, &s, err, sizeof(err));
 		if (!rc)
 			printf("hackbench_s=%.3f\n", s);
 	} else {

@@ -16,9 +16,8 @@
 #     emulation on is measured in the middle of the first 3 blocks and
 #     reported with the model's prediction (both busy contexts of an emulated core at
 #     hpc_smt_speed(4, 4, busy) = 600 permille, kernel/hpc-core/hpc_smt.c);
-#     a run is killed, as hung, after 10 x the slowest SCHED_OTHER run so
-#     far, at least 60 s (a host's load slows every way, and changes within
-#     a block);
+#     a run is killed, as hung, after the deadline of the slowest
+#     SCHED_OTHER run so far (scx_wakemix -R: wm_hb_timeout_ms(), wakemix.h);
 #  C  4 identical busy tasks for ~8 s, the first 100 ms 3 on CPU 0 and 1 on
 #     CPU 1, then unpinned (-S: tasks that never sleep are evened out only by
 #     the scheduler's balancing of task counts): CPU time max / min <= 1.2
@@ -84,7 +83,7 @@ $WM probe -p 7 -t 5 -b 4 -g 2 -l 200 2>&1 | grep late | sed 's/^/# probe, with t
 # slowed by twice as much on one way as on the other.
 # add A B: A + B
 add() { awk -v a="$1" -v b="$2" 'BEGIN { print a + b }'; }
-re='' rx='' te=0 tx=0 to=0 hbfail='' tmo=120 slowest=0
+re='' rx='' te=0 tx=0 to=0 hbfail='' slowest=0
 for blk in 1 2 3 4 5; do
 	other=0 none=0 emul=0 ways='other none none other'
 	[ "$blk" -le 3 ] && ways='other none emul emul none other'
@@ -95,13 +94,11 @@ for blk in 1 2 3 4 5; do
 		none) H set backend=none > /dev/null 2>&1 || { hbfail="set backend=none"; break 2; } ;;
 		emul) H set backend=x86-smt-emul > /dev/null 2>&1 || { hbfail="set backend=x86-smt-emul"; break 2; } ;;
 		esac
-		$WM hackbench -p $p -g 4 -l 500 -T $tmo > /tmp/wm-b 2>&1
+		$WM hackbench -p $p -g 4 -l 500 -R $slowest > /tmp/wm-b 2>&1
 		rc=$?
 		s=$(field hackbench_s /tmp/wm-b)
-		if [ "$m" = other ] && [ -n "$s" ] && awk -v a="$s" -v b="$slowest" 'BEGIN { exit !(a > b) }'; then
-			slowest=$s
-			tmo=$(awk -v s="$s" 'BEGIN { t = int(10 * s + 1); print (t > 60 ? t : 60) }')
-		fi
+		[ "$m" = other ] && [ -n "$s" ] &&
+			slowest=$(awk -v s="$s" -v b="$slowest" 'BEGIN { ms = int(s * 1000); print (ms > b ? ms : b) }')
 		diag "B: hackbench -g 4 -l 500 as $m: ${s:-failed} s"
 		if [ $rc != 0 ] || [ -z "$s" ]; then
 			sed 's/^/# hackbench: /' /tmp/wm-b

@@ -30,10 +30,8 @@
  *     emulation (x86-smt-emul) is measured in the middle of each block and
  *     reported with the model's prediction: both busy contexts of an
  *     emulated core run at hpc_smt_speed(4, 4, busy) (600 permille).
- *     A run is killed, as hung, after 10 x the slowest SCHED_OTHER run so
- *     far, at least 60 s: a host's load slows every way, and changes
- *     within a block (SCHED_OTHER 38.8 s then 7.1 s, the emulation 25.3 s
- *     then over 40 s).
+ *     A run is killed, as hung, after wm_hb_timeout_ms() of the slowest
+ *     SCHED_OTHER run so far (wakemix.h).
  *  C  shares: 4 identical busy HPC tasks for ~8 s, the first 100 ms 3 on
  *     CPU 0 and 1 on CPU 1, then unpinned (tasks that never sleep are evened
  *     out only by the class's push of task counts); the CPU time each got (its own
@@ -57,9 +55,6 @@
 #define HB_LOOPS	500
 #define HB_BLOCKS	5	/* of 2 runs of each way */
 #define HB_EMUL_BLOCKS	3	/* the first ones: with the emulation too */
-#define HB_TIMEOUT_MS	60000	/* a run's deadline, at least */
-#define HB_TIMEOUT_X	10	/* ... and 10 x the slowest SCHED_OTHER run */
-#define HB_OTHER_MS	120000	/* the first SCHED_OTHER run's */
 #define HB_BOUND	1.3
 #define SHARES_SECS	8
 #define SHARES_N	4
@@ -197,8 +192,7 @@ static void part_b(void)
 	double t[3][2], r[3][HB_BLOCKS], sum[3] = { 0 }, ratio[3];
 	unsigned int speed = HPC_SMT_SCALE;
 	int b, i, k, nk = 2, nb[3] = { HB_BLOCKS, HB_BLOCKS, HB_EMUL_BLOCKS }, n;
-	unsigned int tmo = HB_OTHER_MS;
-	double slowest = 0;
+	unsigned int slowest_ms = 0;
 	char be[64];
 
 	if (knob_read("backend", be, sizeof(be)) <= 0)
@@ -209,15 +203,12 @@ static void part_b(void)
 		n = b < HB_EMUL_BLOCKS ? nk : 2;
 		for (i = 0; i < 2 * n; i++) {
 			k = i < n ? i : 2 * n - 1 - i;
-			if (hb_run(k, nk, be, tmo, &t[k][i >= n])) {
+			if (hb_run(k, nk, be, wm_hb_timeout_ms(slowest_ms), &t[k][i >= n])) {
 				set_backend(be);
 				return;
 			}
-			if (!k && t[0][i >= n] > slowest) {
-				slowest = t[0][i >= n];
-				tmo = slowest * HB_TIMEOUT_X * 1000 > HB_TIMEOUT_MS ?
-				      (unsigned int)(slowest * HB_TIMEOUT_X * 1000) : HB_TIMEOUT_MS;
-			}
+			if (!k && t[0][i >= n] * 1000 > slowest_ms)
+				slowest_ms = (unsigned int)(t[0][i >= n] * 1000);
 		}
 		for (k = 0; k < n; k++) {
 			r[k][b] = (t[k][0] + t[k][1]) / (t[0][0] + t[0][1]);

@@ -656,6 +656,26 @@ static inline int wm_check_hb_args(int groups, int loops, char *err, size_t len)
 }
 
 /*
+ * The deadline of a measured hackbench run, killed after it as hung, from
+ * the slowest SCHED_OTHER run of the measurement so far (@ref_ms, 0 before
+ * the first): 10 x that, at least 60 s; the first run's 120 s. A host's
+ * load slows every way alike, and changes within a block of runs
+ * (SCHED_OTHER 38.8 s then 7.1 s, the emulation 25.3 s then over 40 s).
+ */
+#define WM_HB_FIRST_MS		120000U
+#define WM_HB_MIN_MS		60000U
+#define WM_HB_REF_X		10U
+
+static inline unsigned int wm_hb_timeout_ms(unsigned int ref_ms)
+{
+	if (!ref_ms)
+		return WM_HB_FIRST_MS;
+	if (ref_ms > WM_MAX_SECS * 1000U / WM_HB_REF_X)
+		return WM_MAX_SECS * 1000U;
+	return ref_ms * WM_HB_REF_X > WM_HB_MIN_MS ? ref_ms * WM_HB_REF_X : WM_HB_MIN_MS;
+}
+
+/*
  * The hackbench measurement: one round of @groups groups, @loops loops, at
  * @policy, killed after @timeout_ms. *@secs: its wall time.
  */
