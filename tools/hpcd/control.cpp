@@ -14,7 +14,8 @@ namespace hpcd
 
 const std::vector<std::string> kKernelOnlyKnobs{"queue", "timeslice_us"};
 const std::vector<std::string> kReadOnlyKnobs{"backend", "prio_range", "smt_pairs"};
-const std::vector<std::string> kDaemonKnobs{"mode", "balance", "waits", "window", "ignore_ranks"};
+const std::vector<std::string> kDaemonKnobs{"mode",   "balance", "waits",
+					    "window", "hold_ms", "ignore_ranks"};
 
 const char *set_err_kind(SetErr e)
 {
@@ -95,6 +96,12 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 				return SetErr::BadValue;
 			}
 			next.window = v;
+		} else if (key == "hold_ms") {
+			if (!hpc::parse_u32(val, v) || v > 60000) {
+				msg = "hold_ms: '" + val + "' is not a whole number in 0..60000";
+				return SetErr::BadValue;
+			}
+			next.hold_ms = v;
 		} else if (key == "ignore_ranks") {
 			if (val.empty() || val == "none") {
 				next.ignore_ranks.clear();
@@ -143,6 +150,7 @@ nlohmann::ordered_json knob_values(Engine &e)
 	v["balance"] = e.s.balance ? "on" : "off";
 	v["waits"] = e.s.waits == Waits::Poll ? "poll" : "sleep";
 	v["window"] = std::to_string(e.s.window);
+	v["hold_ms"] = std::to_string(e.s.hold_ms);
 	v["ignore_ranks"] = e.s.ignore_ranks.empty() ? "none" : format_cpulist(e.s.ignore_ranks);
 	return v;
 }

@@ -63,7 +63,10 @@ struct Settings {
 	bool balance = true; // false: the baseline, every task at HPC_PRIO_NORMAL
 	Waits waits = Waits::Sleep;
 	uint32_t period_us = HPC_DEF_EMUL_PERIOD_US;
-	uint32_t window = 5;           // weight mode: sliding window (iterations)
+	uint32_t window = 5; // weight mode: sliding window (iterations)
+	// Weight mode: how long the loads must say so, at every iteration,
+	// before hpcd starts or stops weighing the ranks (ms).
+	uint32_t hold_ms = 250;
 	std::vector<int> ignore_ranks; // MPI ranks not adopted (e.g. a master, rank 0)
 	Settings() { hpc_params_default(&params); }
 };
@@ -123,8 +126,8 @@ struct Task {
 	// weight mode
 	uint64_t work_ns = 0; // CPU time of the compute phases being applied (monitor; 0: unknown)
 	uint32_t work_records =
-		0; // compute phases whose work_ns that is (a short wait closes none)
-	std::deque<uint64_t> win;  // work per iteration, the last `window` closed
+		0;                // compute phases whose work_ns that is (a short wait closes none)
+	std::deque<uint64_t> win; // work per iteration, the last `window` closed
 	bool reported = false;
 	uint32_t weight = kWeightUnit;
 	// placement and plan
@@ -176,8 +179,15 @@ public:
 	bool needs_cgroups();
 	// Weight mode, more ranks than CPUs: the measured loads differ enough
 	// for weights and placement to gain something (the heaviest more than
-	// 1.5 times the lightest; once weighing, until within 1.25 times).
+	// 1.5 times the lightest; once weighing, until within 1.25 times), and
+	// have for s.hold_ms.
 	bool weighing = false;
+	// Since when the loads have said the opposite of `weighing` (nullopt:
+	// they agree with it).
+	std::optional<uint64_t> turn_since;
+	// Weight mode: each active rank's load (ns of CPU per iteration, the
+	// lower quartile of its window) when they were last compared; for hpcd's log.
+	std::vector<uint64_t> loads;
 	// Contexts per CPU (quota mode), >= 1.
 	unsigned dilation() const;
 	uint32_t applied_prio(const Task &t) const;
@@ -212,8 +222,11 @@ public:
 
 private:
 	void closed(Task &t, uint64_t now);
-	void reweigh(const std::vector<Task *> &a);
+	void reweigh(const std::vector<Task *> &a, uint64_t now);
 	void place_weight(const std::vector<Task *> &a);
+	// Whether to weigh by the ranks' loads `floors`, as of `now`: hold.
+	void decide_weighing(const std::vector<uint64_t> &floors, uint64_t now);
+	uint64_t reweighed_at_ = 0; // end of the last iteration that made every rank report
 	bool one_per_thread();
 	Task *thread_sibling(const Task &t, bool one_per_thread);
 	int other_thread(int cpu) const;

@@ -232,7 +232,7 @@ void Engine::settle(int pid)
 		apply_records(t, nullptr);
 }
 
-void Engine::closed(Task &t, uint64_t)
+void Engine::closed(Task &t, uint64_t now)
 {
 	t.closes++;
 	// The work of the iteration: the CPU time of its compute phase when the
@@ -257,7 +257,7 @@ void Engine::closed(Task &t, uint64_t)
 	auto a = active();
 	if (std::any_of(a.begin(), a.end(), [](Task *x) { return !x->reported; }))
 		return;
-	reweigh(a); // every rank reported: new weights (mechanism.cpp)
+	reweigh(a, now); // every rank reported: new weights (mechanism.cpp)
 }
 
 } // namespace hpcd

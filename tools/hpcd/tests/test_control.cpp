@@ -133,6 +133,19 @@ TEST(Control, DaemonKnobs)
 		  "bad_value");
 	EXPECT_TRUE(call(e, h, R"({"cmd":"set","settings":["ignore_ranks=none"]})")["ok"]);
 	EXPECT_TRUE(e.s.ignore_ranks.empty());
+	EXPECT_EQ(e.s.hold_ms, 250u);
+	r = call(e, h, R"({"cmd":"set","settings":["hold_ms=0"]})");
+	ASSERT_TRUE(r["ok"]) << r.dump();
+	EXPECT_EQ(e.s.hold_ms, 0u);
+	EXPECT_EQ(r["values"]["hold_ms"], "0");
+	// A bad value changes nothing, also in the same request.
+	for (const char *bad : {"hold_ms=-1", "hold_ms=60001", "hold_ms=1s", "hold_ms="}) {
+		r = call(e, h,
+			 std::string(R"({"cmd":"set","settings":["hold_ms=500",")") + bad +
+				 R"("]})");
+		EXPECT_EQ(r["kind"], "bad_value") << bad << ": " << r.dump();
+		EXPECT_EQ(e.s.hold_ms, 0u) << bad;
+	}
 }
 
 TEST(Control, WaitsKnob)

@@ -319,6 +319,7 @@ Engine weight_engine(int n, std::vector<int> cpus)
 	Engine e;
 	e.s.mode = Mode::Weight;
 	e.s.window = 2;
+	e.s.hold_ms = 0; // the thresholds alone (WeightMode.StartsAndStopsOnlyOnLoadsThatHold)
 	e.cpus = std::move(cpus);
 	for (int k = 0; k < n; k++)
 		e.add(k + 1, "r", "j", k, 0);
@@ -411,6 +412,55 @@ TEST(WeightMode, MoreRanksThanCpusPlacedByMeasuredLoad)
 	EXPECT_EQ(e.find(1)->cpu, -1);
 }
 
+TEST(WeightMode, StartsAndStopsOnlyOnLoadsThatHold)
+{
+	// Four balanced ranks on two CPUs, 400 ms iterations, a window of 5.
+	Engine e = weight_engine(4, {0, 1});
+	e.s.window = 5;
+	e.s.hold_ms = 1000;
+	uint64_t i = 0;
+	auto step = [&](std::vector<uint64_t> cpu) {
+		barrier(e, i, {200, 200, 200, 200}, cpu, 400 * (i + 1));
+		i++;
+	};
+	while (i < 5)
+		step({100, 100, 100, 100});
+	EXPECT_FALSE(e.needs_cgroups());
+	// Ranks 0 and 1 on a vCPU that runs slower for 5 iterations: a whole
+	// window, but not for the hold. Nobody is weighed.
+	while (i < 10) {
+		step({180, 180, 100, 100});
+		EXPECT_FALSE(e.needs_cgroups()) << "iteration " << i;
+	}
+	EXPECT_EQ(e.loads, (std::vector<uint64_t>{180 * ms, 180 * ms, 100 * ms, 100 * ms}));
+	// One iteration cut short is not a rank's load.
+	step({100, 100, 1, 100});
+	EXPECT_EQ(e.loads[2], 100 * ms);
+	while (i < 16) {
+		step({100, 100, 100, 100});
+		EXPECT_FALSE(e.needs_cgroups()) << "iteration " << i;
+	}
+	// Ranks 0 and 1 three times as heavy from now on: once the lower
+	// quartile of their windows says so (4 iterations), and the hold has
+	// passed (3 more), weighed.
+	for (int k = 0; k < 6; k++) {
+		step({300, 300, 100, 100});
+		EXPECT_FALSE(e.needs_cgroups()) << "iteration " << i;
+	}
+	step({300, 300, 100, 100});
+	EXPECT_TRUE(e.needs_cgroups());
+	EXPECT_NE(e.find(1)->cpu, e.find(2)->cpu);
+	// Balanced again: weighed until that has held for the hold too.
+	for (int k = 0; k < 4; k++) {
+		step({100, 100, 100, 100});
+		EXPECT_TRUE(e.needs_cgroups()) << "iteration " << i;
+	}
+	step({100, 100, 100, 100});
+	EXPECT_FALSE(e.needs_cgroups());
+	for (int p = 1; p <= 4; p++)
+		EXPECT_EQ(e.find(p)->cpu, -1) << p;
+}
+
 TEST(WeightMode, RanksSampledFromProcAreNeverWeighed)
 {
 	// Four ranks on two CPUs adopted without the monitor (iterations from
@@ -419,6 +469,7 @@ TEST(WeightMode, RanksSampledFromProcAreNeverWeighed)
 	Engine e;
 	e.s.mode = Mode::Weight;
 	e.s.window = 2;
+	e.s.hold_ms = 0;
 	e.cpus = {0, 1};
 	for (int p = 1; p <= 4; p++)
 		e.add(p, "r", "j", -1, 0);
