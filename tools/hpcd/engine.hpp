@@ -185,6 +185,7 @@ public:
 	// Since when the loads have said the opposite of `weighing` (nullopt:
 	// they agree with it).
 	std::optional<uint64_t> turn_since;
+	unsigned stops = 0; // times weighing stopped since the loads were known
 	// Weight mode: each active rank's load (ns of CPU per iteration, the
 	// lower quartile of its window) when they were last compared; for hpcd's log.
 	std::vector<uint64_t> loads;

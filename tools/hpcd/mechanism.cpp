@@ -396,13 +396,10 @@ static uint64_t window_load(const Task &t)
 }
 
 // A task's work by the lower quartile of its window. Whatever shares the CPU
-// with a task (another rank on the same CPU's caches, the hypervisor's other
+// with a task (another rank's use of the caches, the hypervisor's other
 // threads on a cloud VM's core) only adds to the CPU time of its compute
 // phase: its cheaper iterations are the nearer to its own work, and one
 // iteration cut short (the last before MPI_Finalize) is not its work either.
-// On a 2-vCPU VM the CPU time of balanced ranks' iterations went from 5.8 to
-// 10.5 ms and back as they moved between the vCPUs, and their medians
-// differed by 1.8 times.
 static uint64_t window_floor(const Task &t)
 {
 	std::vector<uint64_t> w(t.win.begin(), t.win.end());
@@ -441,6 +438,7 @@ void Engine::place_weight(const std::vector<Task *> &a)
 	if (!ncpu || !known) {
 		weighing = false;
 		turn_since.reset();
+		stops = 0;
 		for (Task *x : a)
 			x->cpu = -1;
 		return;
@@ -475,10 +473,13 @@ void Engine::place_weight(const std::vector<Task *> &a)
 // Start weighing when the heaviest rank's load (the lower quartile of its
 // window) passes 1.5 times the lightest's, stop when it is back within 1.25
 // times; either only once the loads have said so at every iteration for
-// s.hold_ms. Every start and stop moves every rank between cgroups and CPUs:
-// a VM's vCPU that ran slower for a few iterations (balanced ranks' CPU time
-// went from 5.8 to 9.3 ms per iteration for 5 and more iterations, and back)
-// must not.
+// s.hold_ms. Every start and stop moves every rank between cgroups and CPUs;
+// CPU time that differs for a while must not (on a 2-vCPU VM, two of four
+// balanced ranks took 9.3 ms of CPU per iteration, the others 5.8 ms, for 5
+// and more iterations at a time). Each stop doubles the hold of the next
+// start (up to 64 times): balanced ranks whose CPU time differed while the
+// kernel placed them, and not once they were pinned, started and stopped
+// over and over.
 void Engine::decide_weighing(const std::vector<uint64_t> &floors, uint64_t now)
 {
 	loads = floors;
@@ -490,8 +491,10 @@ void Engine::decide_weighing(const std::vector<uint64_t> &floors, uint64_t now)
 	}
 	if (!turn_since)
 		turn_since = now;
-	if (now >= *turn_since + uint64_t{s.hold_ms} * 1000000) {
+	const uint64_t hold = uint64_t{s.hold_ms} * 1000000 << (want ? std::min(stops, 6u) : 0);
+	if (now >= *turn_since + hold) {
 		weighing = want;
+		stops += !want;
 		turn_since.reset();
 	}
 }

@@ -459,6 +459,13 @@ TEST(WeightMode, StartsAndStopsOnlyOnLoadsThatHold)
 	EXPECT_FALSE(e.needs_cgroups());
 	for (int p = 1; p <= 4; p++)
 		EXPECT_EQ(e.find(p)->cpu, -1) << p;
+	// After a stop, the next start holds twice as long (4 + 5 iterations).
+	for (int k = 0; k < 8; k++) {
+		step({300, 300, 100, 100});
+		EXPECT_FALSE(e.needs_cgroups()) << "iteration " << i;
+	}
+	step({300, 300, 100, 100});
+	EXPECT_TRUE(e.needs_cgroups());
 }
 
 TEST(WeightMode, RanksSampledFromProcAreNeverWeighed)
