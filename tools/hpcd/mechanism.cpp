@@ -379,6 +379,14 @@ void Engine::place()
 		a[i]->cpu = cpus.empty() ? -1 : cpus[i % ncpu];
 }
 
+// A task's window of work, sorted.
+static std::vector<uint64_t> sorted_window(const Task &t)
+{
+	std::vector<uint64_t> w(t.win.begin(), t.win.end());
+	std::sort(w.begin(), w.end());
+	return w;
+}
+
 // A task's load over its window: the median of its iterations' work (the
 // mean of the middle two in an even window), not the mean. A rank that
 // every other waited for while the kernel ran something else, or an
@@ -387,11 +395,10 @@ void Engine::place()
 // pinned, back and forth.
 static uint64_t window_load(const Task &t)
 {
-	std::vector<uint64_t> w(t.win.begin(), t.win.end());
-	if (w.empty())
-		return 0;
-	std::sort(w.begin(), w.end());
+	const auto w = sorted_window(t);
 	const size_t n = w.size();
+	if (!n)
+		return 0;
 	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
 }
 
@@ -402,11 +409,8 @@ static uint64_t window_load(const Task &t)
 // iteration cut short (the last before MPI_Finalize) is not its work either.
 static uint64_t window_floor(const Task &t)
 {
-	std::vector<uint64_t> w(t.win.begin(), t.win.end());
-	if (w.empty())
-		return 0;
-	std::sort(w.begin(), w.end());
-	return w[w.size() / 4];
+	const auto w = sorted_window(t);
+	return w.empty() ? 0 : w[w.size() / 4];
 }
 
 // Weight mode. No more tasks than CPUs: the kernel places them (there is
