@@ -16,7 +16,9 @@
  * effect on every return to user space:
  *  - interrupt_exit_user_prepare_main() calls hpc_power_exit_user(), which
  *    puts it into regs->ppr (restored by the return path), or on POWER5/6
- *    issues the or-nop;
+ *    chooses the or-nop that the exit assembly issues just before the
+ *    return (HMT_USER_EXIT, interrupt_64.S: an interrupt entry in between
+ *    would set medium again, and the fast return runs no C);
  *  - the system call exit (and the return from fork) loads it instead of
  *    HMT_MEDIUM_LOW (HMT_SYSCALL_EXIT, interrupt_64.S).
  * A task that left SCHED_HPC goes back to medium-low on its next return and
@@ -40,35 +42,43 @@
 /* POWER5/6: this CPU's hardware thread runs at a class priority. */
 static DEFINE_PER_CPU(bool, hpc_hmt_set);
 
-/* Set this hardware thread's priority with an or-nop (kernel mode: 1..6). */
-static __always_inline void hpc_power_hmt(u32 prio)
+/* sched_hpc_power=ornop: see sched_hpc_power_early_init(). */
+static bool hpc_power_ornop __initdata;
+
+static int __init hpc_power_setup(char *str)
 {
-	switch (prio) {
-	case 1:
-		HMT_very_low();
-		break;
-	case 2:
-		HMT_low();
-		break;
-	case 3:
-		HMT_medium_low();
-		break;
-	case 5:
-		HMT_medium_high();
-		break;
-	case 6:
-		HMT_high();
-		break;
-	default:
-		HMT_medium();
-		break;
-	}
+	if (!str)
+		return -EINVAL;
+	if (!strcmp(str, "ornop"))
+		hpc_power_ornop = true;
+	else if (!strcmp(str, "ppr"))
+		hpc_power_ornop = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+early_param("sched_hpc_power", hpc_power_setup);
+
+/*
+ * Called once the boot CPU's features are known and before the feature
+ * fixups. With sched_hpc_power=ornop a CPU that has a PPR is treated as a
+ * POWER5/6: the kernel neither saves nor restores the PPR and the class
+ * sets priorities with or-nops. For testing the or-nop path on POWER7 and
+ * later, and under QEMU, whose or-nops set the PPR that user space reads.
+ */
+void __init sched_hpc_power_early_init(void)
+{
+	if (!hpc_power_ornop || !(cur_cpu_spec->cpu_features & CPU_FTR_HAS_PPR))
+		return;
+	pr_info("sched_hpc: thread priorities by or-nop, PPR not used (sched_hpc_power=ornop)\n");
+	cur_cpu_spec->cpu_features &= ~CPU_FTR_HAS_PPR;
 }
 
 /* Return to user space with interrupts disabled (see sched_hpc_exit_user). */
 notrace void hpc_power_exit_user(struct pt_regs *regs)
 {
 	unsigned long ppr = READ_ONCE(current->thread.hpc_ppr);
+	unsigned int hmt = 0;
 
 	/* Left the class: medium-low once, then never touched again. */
 	if (ppr && READ_ONCE(current->policy) != SCHED_HPC) {
@@ -81,14 +91,16 @@ notrace void hpc_power_exit_user(struct pt_regs *regs)
 			regs->ppr = ppr;
 		return;
 	}
+	/* The or-nop is issued by the exit assembly (HMT_USER_EXIT). */
 	if (ppr) {
-		hpc_power_hmt(ppr >> HPC_POWER_PPR_SHIFT);
+		hmt = ppr >> HPC_POWER_PPR_SHIFT;
 		__this_cpu_write(hpc_hmt_set, true);
 	} else if (__this_cpu_read(hpc_hmt_set)) {
 		/* The thread priority outlives the task: back to normal. */
-		HMT_medium();
+		hmt = HPC_PRIO_NORMAL;
 		__this_cpu_write(hpc_hmt_set, false);
 	}
+	current->thread.hpc_hmt = hmt;
 }
 
 static void hpc_power_apply(struct rq *rq, struct task_struct *p, u32 prio)

@@ -11,9 +11,10 @@ PPC_BK  := $(CURDIR)/build-kernel/ppc64le
 PPC_ENV := BK=$(PPC_BK) GUEST_CASES=$(CURDIR)/tests/guest/ppc-cases \
 	GUEST_CC=powerpc64le-linux-gnu-gcc BUSYBOX_RUN=qemu-ppc64le-static
 
-CHECK_SUITES += guest-ppc64le
+CHECK_SUITES += guest-ppc64le guest-ppc64le-ornop
 
-.PHONY: kernel-ppc guest-initrd-ppc guest-run-ppc guest-shell-ppc check-guest-ppc64le
+.PHONY: kernel-ppc guest-initrd-ppc guest-run-ppc guest-shell-ppc check-guest-ppc64le \
+	check-guest-ppc64le-ornop
 
 kernel-ppc: deps-kernel deps-ppc
 	@KARCH=ppc64le $(KBUILD_DIR)/kbuild build
@@ -32,3 +33,9 @@ guest-shell-ppc: kernel-ppc guest-initrd-ppc
 # Logs: $(RESULTS)/guest-ppc64le.log (console), guest-ppc64le.tap.
 check-guest-ppc64le: kernel-ppc guest-initrd-ppc
 	@tests/run-suite guest-ppc64le -- $(GUEST_DIR)/run-qemu --arch ppc64le --name ppc64le --smp 2
+
+# The same cases on the POWER5/6 path: sched_hpc_power=ornop makes the
+# kernel set thread priorities by or-nop and leave the PPR alone.
+check-guest-ppc64le-ornop: kernel-ppc guest-initrd-ppc
+	@tests/run-suite guest-ppc64le-ornop -- $(GUEST_DIR)/run-qemu --arch ppc64le \
+		--name ppc64le-ornop --smp 2 --append sched_hpc_power=ornop

@@ -13,6 +13,7 @@
 struct pt_regs;
 
 void hpc_power_exit_user(struct pt_regs *regs);
+void sched_hpc_power_early_init(void);
 
 /*
  * Give a SCHED_HPC task its hardware thread priority for user space. On
@@ -27,6 +28,10 @@ static __always_inline void sched_hpc_exit_user(struct pt_regs *regs)
 }
 #else
 static inline void sched_hpc_exit_user(struct pt_regs *regs)
+{
+}
+
+static inline void sched_hpc_power_early_init(void)
 {
 }
 #endif
