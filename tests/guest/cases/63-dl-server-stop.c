@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * 63-dl-server-stop: stopping a fair server that already stopped changes
- * nothing (patch 0007).
+ * nothing (patches/stable/0001, a fix to 6.12.y itself).
  *
  * An HPC spinner pinned to the last CPU starves the fair class there, so a
  * fair task pinned to that CPU only runs through the CPU's fair server (a

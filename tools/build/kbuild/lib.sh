@@ -21,6 +21,9 @@ ppc64le)
 esac
 TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 PATCHDIR=$TOP/patches
+# Fixes to 6.12.y itself that the series does not need to be reviewed with
+# (Cc: stable): a series of their own, applied first.
+STABLEDIR=$PATCHDIR/stable
 MIRROR=$TOP/kernel                           # repo kernel/ mirrors tree paths
 # The policy core: the one source of the kernel class, scx_hpc and the tools.
 # Its files are kernel/sched/<name> in the kernel tree (mirror_path).
@@ -49,16 +52,25 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-include_file_mtime,include_file_ct
 log()  { printf 'kbuild: %s\n' "$*" >&2; }
 die()  { printf 'kbuild: ERROR: %s\n' "$*" >&2; exit 1; }
 
+# The patches in the order they apply: patches/stable/ (fixes to 6.12.y),
+# then patches/ (the SCHED_HPC series).
+series_patches() {
+	local f
+	for f in "$STABLEDIR"/*.patch "$PATCHDIR"/*.patch; do
+		[ -e "$f" ] && printf '%s\n' "$f"
+	done
+	return 0
+}
+
 # Hash identifying the patch series (names + contents); "none" when empty.
 patches_hash() {
 	local f found=0
 	{
-		for f in "$PATCHDIR"/*.patch; do
-			[ -e "$f" ] || continue
+		while IFS= read -r f; do
 			found=1
-			printf '%s\n' "$(basename "$f")"
+			printf '%s\n' "${f#"$PATCHDIR"/}"
 			cat "$f"
-		done
+		done < <(series_patches)
 		[ "$found" = 1 ] || printf 'none\n'
 	} | sha256sum | cut -c1-16
 }
