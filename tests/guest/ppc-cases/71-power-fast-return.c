@@ -21,7 +21,6 @@
  */
 #include "power.h"
 
-
 #define CASE	"71-power-fast-return"
 #define YIELDS	20000
 #define PRIO	6
