@@ -162,7 +162,8 @@ scx-bench: kernel scx scx-hpcctl
 	@GUEST_EXTRA=$(SCX_ROOT):$(SCX_HPCCTL_ROOT) GUEST_CASES=$(TOP)/sched_ext/tests/bench-cases \
 		tests/guest/mkinitramfs -o $(SCX_OUT)/initrd-bench.gz
 	@RESULTS=$(SCX_OUT)/bench-results tests/guest/run-qemu --name scx-bench --smp 2 \
-		--initrd $(SCX_OUT)/initrd-bench.gz --cases '9*-scx-*'
+		--initrd $(SCX_OUT)/initrd-bench.gz --cases '9*-scx-*' \
+		--timeout $(or $(GUEST_TIMEOUT),1800)
 	@sed -n 's/^# 90-scx-bench.sh: # //p' $(SCX_OUT)/bench-results/guest-scx-bench.log | \
 		tee $(SCX_OUT)/bench.txt
 	@sed -n 's/^# 91-scx-wakemix.sh: # wakemix: //p' $(SCX_OUT)/bench-results/guest-scx-bench.log | \
@@ -170,7 +171,8 @@ scx-bench: kernel scx scx-hpcctl
 
 scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \
-		--cases '[56]*-scx-*' $(if $(APPEND),--append '$(APPEND)')
+		--cases '[56]*-scx-*' $(if $(APPEND),--append '$(APPEND)') \
+		--timeout $(or $(GUEST_TIMEOUT),900)
 
 # With the loader built: hpcctl --backend scx's checks of the real loader
 # too (the hpcd suite skips them when make scx has not run).
@@ -181,9 +183,12 @@ check-scx-host: kernel hpcd
 	@tests/run-suite scx-host -- bash -c '$(SCX_DIR)/tests/host-check $(SCX_OUT) && \
 		tools/hpcd/tests/hpcctl-scx.sh $(BUILD)/tools/hpcd $(SCX_BIN)/scx_hpc'
 
+# The cases take 440-590 s on a quiet host (61-scx-wakeup-mix alone
+# 260-400 s): the whole boot may take 900 s (GUEST_TIMEOUT overrides).
 check-scx-guest: kernel scx-guest-initrd
 	@tests/run-suite scx-guest -- tests/guest/run-qemu --name scx-smp2 --smp 2 \
-		--initrd $(SCX_OUT)/initrd.gz --cases '[56]*-scx-*'
+		--initrd $(SCX_OUT)/initrd.gz --cases '[56]*-scx-*' \
+		--timeout $(or $(GUEST_TIMEOUT),900)
 
 # Placement over emulated cores needs two of them: 4 CPUs, the balance case.
 check-scx-guest-smp4: kernel scx-guest-initrd
