@@ -6,6 +6,10 @@
  * Round-robin: a task's virtual time is the CPU time it has received, and a
  * CPU runs its least first. A task that computes for a whole time slice has
  * the most and goes behind the others: plain round-robin among busy tasks.
+ * The slice is CPU time since the task woke up or last went behind: a task
+ * that sleeps before it used a whole slice starts a new one when it wakes,
+ * so short bursts never add up to a slice that sends it behind every busy
+ * task (its virtual time alone keeps its share fair).
  * A task that wakes up is placed at most hpc_wake_credit() before the
  * CPU's queue (its virtual time, the least of its tasks; it never goes
  * back): an HPC task wakes up when the message it waited for arrived, and

@@ -439,6 +439,9 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 		hpc_entity_init(p, hpc_clock());
 
 	hpc_account_wakeup(rq, p);
+	/* A task that wakes up starts a new time slice (hpc_queue.h). */
+	if (flags & ENQUEUE_WAKEUP)
+		hse->time_slice = hpc_timeslice_ns(hpc_conf());
 
 	hse->vtime = hpc_enqueue_vtime(rq, hse, flags);
 	hpc_queue_add(rq, hse);

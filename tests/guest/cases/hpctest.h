@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -99,15 +100,21 @@ static inline void work_units(uint64_t n)
 	work_sink = x;
 }
 
-/* Compute for @ms ms of this thread's CPU time. */
-static inline void spin_cpu_ms(unsigned int ms)
+/* Compute for @us us of this thread's CPU time. */
+static inline void spin_cpu_us(unsigned int us)
 {
-	uint64_t end = thread_cpu_ns() + (uint64_t)ms * 1000000ULL;
+	uint64_t end = thread_cpu_ns() + (uint64_t)us * 1000ULL;
 	uint64_t x = work_sink | 1;
 
 	while (thread_cpu_ns() < end)
 		x = work_unit(x);
 	work_sink = x;
+}
+
+/* Compute for @ms ms of this thread's CPU time. */
+static inline void spin_cpu_ms(unsigned int ms)
+{
+	spin_cpu_us(ms * 1000U);
 }
 
 /* One iteration: compute @run_ms of CPU time, then sleep @sleep ms. */
@@ -219,6 +226,14 @@ static inline int unpin(pid_t pid)
 	for (i = 0; i < CPU_SETSIZE; i++)
 		CPU_SET(i, &set);
 	return sched_setaffinity(pid, sizeof(set), &set) ? -errno : 0;
+}
+
+/* Is this a PREEMPT_RT kernel? (its version string says so) */
+static inline int kernel_preempt_rt(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT") != NULL;
 }
 
 static inline int online_cpus(void)
@@ -635,6 +650,22 @@ static inline long long cpu_ns_of(pid_t pid)
 	if (ut == LLONG_MIN || st == LLONG_MIN)
 		return -1;
 	return (ut + st) * (1000000000LL / sysconf(_SC_CLK_TCK));
+}
+
+/*
+ * This task's run_delay (ns): field 2 of /proc/self/schedstat, the time it
+ * has been runnable without running. 0, or -1 on error.
+ */
+static inline int run_delay(uint64_t *ns)
+{
+	unsigned long long run, delay;
+	char b[128];
+
+	if (read_file("/proc/self/schedstat", b, sizeof(b)) <= 0 ||
+	    sscanf(b, "%llu %llu", &run, &delay) != 2)
+		return -1;
+	*ns = delay;
+	return 0;
 }
 
 /* ------------------------------------------------------------ children */
