@@ -5,9 +5,11 @@
 # and unpinned, scx_hpc in RR mode with its default slice:
 #  A  a task sleeping 1 ms in a loop beside 4 busy tasks and 2 hackbench
 #     groups (restarted for the whole ~5 s), the SMT emulation off (hpcctl set
-#     backend=none): p99.9 lateness <= 2 slices (the worst, a host's stall
-#     of a vCPU as much as ours, reported beside; over the bound, measured
-#     once more, the second run counts); with the emulation, reported;
+#     backend=none): worst lateness <= 2 slices, or the same load's worst as
+#     SCHED_OTHER tasks in this boot if that is worse (a stall of the host's
+#     vCPU delays any task); over the bound, the reference and the probe
+#     measured once more, the second pair counts; with the emulation,
+#     reported;
 #  B  hackbench (4 groups, 500 loops) as SCHED_OTHER (left in fair: partial
 #     mode) and as SCHED_EXT with the SMT emulation off (hpcctl set
 #     backend=none), in 5 blocks of OTHER, EXT, EXT, OTHER: the median of the
@@ -48,26 +50,32 @@ field() { sed -n "s/^$1=//p" "$2" | head -n 1; }
 # latency), then with it (reported: a context at a low priority runs at 174
 # permille of a CPU)
 H set backend=none > /dev/null 2>&1 || nok "A: set backend=none"
-# Over the bound, measured once more and the second run counts: a host that
-# takes the guest's vCPUs away for a moment disturbs one run, a wake-up that
-# waits for a round both.
+# The reference (the same load as SCHED_OTHER tasks, left in fair: partial
+# mode), then SCHED_EXT. Over the bound, both once more and the second pair
+# counts: a host that takes the guest's vCPUs away for a moment disturbs one
+# run, a wake-up that waits for a round both.
 twice=
 for run in 1 2; do
+	bound=$((2 * slice))
+	$WM probe -p 0 -t 5 -b 4 -g 2 -l 200 > /tmp/wm-a 2>&1
+	sed 's/^/# probe as SCHED_OTHER (the reference): /' /tmp/wm-a
+	ref=$(field probe_late_max_us /tmp/wm-a)
+	[ -n "$ref" ] && [ "$ref" -gt $bound ] && bound=$ref
 	$WM probe -p 7 -t 5 -b 4 -g 2 -l 200 > /tmp/wm-a 2>&1
 	rc=$?
 	sed 's/^/# probe, emulation off: /' /tmp/wm-a
 	p999=$(field probe_late_p999_us /tmp/wm-a)
 	max=$(field probe_late_max_us /tmp/wm-a)
 	loops=$(field probe_loops /tmp/wm-a)
-	if [ $rc != 0 ] || [ -z "$p999" ] || [ "$p999" -le $((2 * slice)) ] || [ $run = 2 ]; then
+	if [ $rc != 0 ] || [ -z "$max" ] || [ "$max" -le $bound ] || [ $run = 2 ]; then
 		break
 	fi
-	diag "A: p99.9 lateness $p999 us > $((2 * slice)) us: measured once more"
+	diag "A: worst lateness $max us > $bound us: both measured once more"
 	twice=", measured twice"
 done
-if [ $rc = 0 ] && [ -n "$p999" ] && [ -n "$loops" ]; then
-	check "A: woken SCHED_EXT probe's p99.9 lateness $p999 us <= 2 slices ($((2 * slice)) us), worst $max us, $loops wake-ups$twice" \
-		test "$p999" -le $((2 * slice)) -a "$loops" -ge 10
+if [ $rc = 0 ] && [ -n "$max" ] && [ -n "$loops" ]; then
+	check "A: woken SCHED_EXT probe's worst lateness $max us <= $bound us (2 slices, or SCHED_OTHER's worst), p99.9 $p999 us, $loops wake-ups$twice" \
+		test "$max" -le $bound -a "$loops" -ge 10
 else
 	nok "A: probe beside 4 busy SCHED_EXT tasks and 2 hackbench groups ran (status $rc)"
 fi

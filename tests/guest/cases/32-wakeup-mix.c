@@ -7,20 +7,17 @@
  * SCHED_HPC and unpinned, the class in RR mode with the default slice:
  *
  *  A  probe: a task sleeping 1 ms in a loop beside 4 busy HPC tasks and 2
- *     hackbench groups (rounds restarted for the whole ~5 s). Its p99.9
- *     lateness (actual - requested wake time; of ~1500 wake-ups, the
- *     second worst) with no mechanism applied (backend none) is at most 2
- *     time slices (or the same load's as normal tasks in this boot, if
- *     worse): a woken HPC task must not wait for every runnable task's
- *     slice, and a class that makes it wait so does it at many wake-ups.
- *     The single worst is reported: on a shared host it is the longest
- *     stall of a vCPU, charged to the task that ran on it (after which the
- *     task has used more than its share and waits for the others). Over
- *     the bound, the reference and the probe are measured once more, and
- *     the second pair counts. Checked with 2 vCPUs; with more (the 4-vCPU
- *     boot on a 2-CPU host) only reported, as a SKIP: there HPC's worst was
- *     2-3 x the normal tasks' (200-450 ms). On x86 the same with the SMT
- *     emulation is reported beside.
+ *     hackbench groups (rounds restarted for the whole ~5 s). Its worst
+ *     lateness (actual - requested wake time, of ~1500 wake-ups) with no
+ *     mechanism applied (backend none) is at most 2 time slices (or the
+ *     same load's worst as normal tasks in this boot, if worse: a stall of
+ *     the host's vCPU delays any task): a woken HPC task never waits for
+ *     every runnable task's slice. Over the bound, the reference and the
+ *     probe are measured once more, and the second pair counts. Checked
+ *     with 2 vCPUs; with more (the 4-vCPU boot on a 2-CPU host) only
+ *     reported, as a SKIP: the host cannot run 4 vCPUs at once, and a
+ *     vCPU that waits for the host delays whatever it runs. On x86 the
+ *     same with the SMT emulation is reported beside.
  *  B  hackbench (4 groups of 10 + 10 processes, 500 messages from each
  *     sender to each receiver) as SCHED_OTHER and as SCHED_HPC with no
  *     mechanism applied (backend none), in 5 blocks of OTHER, HPC, HPC,
@@ -98,10 +95,10 @@ static int probe(int policy, const char *how, struct wm_probe_res *r)
  * The class's own wake-up latency, with no mechanism applied; on x86 the
  * same with the SMT emulation is reported beside (a context at a low
  * priority runs at 174 permille of a CPU there: it is slower by design).
- * Its p99.9 lateness is bounded by 2 time slices, or by what the same load
- * as normal tasks gets in this boot if that is worse: a guest with more
- * vCPUs than the host has free CPUs loses whole vCPUs for a while, whatever
- * schedules inside.
+ * Its worst lateness is bounded by 2 time slices, or by the worst of the
+ * same load as normal tasks in this boot if that is worse: a guest with
+ * more vCPUs than the host has free CPUs loses whole vCPUs for a while,
+ * whatever schedules inside.
  */
 static void part_a(long long slice_us)
 {
@@ -126,27 +123,27 @@ static void part_a(long long slice_us)
 	for (run = 0; run < 2; run++) {
 		bound = slices;
 		if (!probe(SCHED_OTHER, "as normal tasks (the reference)", &r) &&
-		    r.p999_ns > bound)
-			bound = r.p999_ns;
+		    r.max_ns > bound)
+			bound = r.max_ns;
 		ran = !probe(SCHED_HPC, emul ? "HPC, no mechanism" : "HPC", &r);
-		if (!ran || online_cpus() > 2 || (r.loops >= 10 && r.p999_ns <= bound))
+		if (!ran || online_cpus() > 2 || (r.loops >= 10 && r.max_ns <= bound))
 			break;
 		if (!run)
-			tap_diag("A: p99.9 lateness %.1f ms > %.1f ms: both measured once more",
-				 r.p999_ns / 1e6, bound / 1e6);
+			tap_diag("A: worst lateness %.1f ms > %.1f ms: both measured once more",
+				 r.max_ns / 1e6, bound / 1e6);
 	}
 	if (!ran)
 		;
 	else if (online_cpus() > 2)
-		tap_skip("A: woken HPC probe's p99.9 lateness",
+		tap_skip("A: woken HPC probe's worst lateness",
 			 "%d vCPUs: checked in the 2-vCPU boot only (with more vCPUs than "
 			 "the host has CPUs, the worst case is the host's as much as ours)",
 			 online_cpus());
 	else
-		tap_ok(r.loops >= 10 && r.p999_ns <= bound,
-		       "A: woken HPC probe's p99.9 lateness %.1f ms <= %.1f ms (2 time slices, "
-		       "or the normal tasks' p99.9), worst %.1f ms, %llu wake-ups%s",
-		       r.p999_ns / 1e6, bound / 1e6, r.max_ns / 1e6, (unsigned long long)r.loops,
+		tap_ok(r.loops >= 10 && r.max_ns <= bound,
+		       "A: woken HPC probe's worst lateness %.1f ms <= %.1f ms (2 time slices, "
+		       "or the normal tasks' worst), p99.9 %.1f ms, %llu wake-ups%s",
+		       r.max_ns / 1e6, bound / 1e6, r.p999_ns / 1e6, (unsigned long long)r.loops,
 		       run ? ", measured twice" : "");
 	if (emul && !set_backend(be))
 		probe(SCHED_HPC, "HPC with the SMT emulation", &r);
