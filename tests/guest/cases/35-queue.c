@@ -4,26 +4,7 @@
  *
  * Two HPC spinners A and B pinned to CPU 0 (the test runs on CPU 1):
  *  rr:   both progress over 2 s; a smaller timeslice_us gives many more
- *        involuntary context switches than a larger one (not on
- *        PREEMPT_RT, where its per-CPU threads preempt the spinners about
- *        as often: reported as a SKIP);
- *  rr, a waking task W beside A and B on CPU 0, sleeping 6 ms between
- *        bursts of 2 ms of CPU for 4 s (a quarter of the CPU, less than
- *        its third): it gets more than 2 slices of CPU in all, and at most
- *        one of its iterations waits half a slice or more to run (its time
- *        less its sleep and its CPU time; one for a stall of the host's
- *        vCPU; over it, measured once more). A task that wakes up starts a
- *        new slice: its bursts never add up to a slice that sends it
- *        behind the spinners at a tick (every burst sees one), a wait of
- *        a spinner's slice or more at each slice's worth of bursts. A
- *        waking task that asks for more than its share (1 ms bursts
- *        between 1 ms sleeps) does wait: its virtual time runs ahead of
- *        the spinners', and it is placed behind them. On PREEMPT_RT the
- *        bound is half a slice plus the fair server's runtime (50 ms):
- *        softirqs run there in ksoftirqd, a fair task, which the spinners
- *        hold back until the fair server runs it, for its whole runtime
- *        under TCG (ksoftirqd/0 had ~200 ms in 4 s), at the server's
- *        deadline priority, above W;
+ *        involuntary context switches than a larger one;
  *  fifo: B, woken behind a running A, gets nothing while A spins; once A
  *        calls sched_yield() B runs and A gets nothing; once B yields A
  *        runs again.
@@ -98,104 +79,6 @@ static long long rr(unsigned int slice_us, int check)
 	return s1 - s0;
 }
 
-#define WAKER_SECS	4
-#define WAKER_SLEEP_US	6000
-#define WAKER_BURST_US	2000
-#define WAKER_SLICE_NS	100000000ULL	/* the default timeslice_us */
-#define FAIR_SERVER_RUNTIME "/sys/kernel/debug/sched/fair_server/cpu0/runtime"
-
-/* What the waking task W saw (shared memory). */
-struct waker {
-	uint64_t iters;		/* wake-ups */
-	uint64_t cpu_ns;	/* its CPU time over the run */
-	uint64_t max_ns;	/* its longest wait to run in one iteration */
-	uint64_t bound_ns;	/* a long wait: at least half a slice (+ RT) */
-	unsigned int long_waits; /* iterations that waited bound_ns or more */
-	int err;		/* errno of a failed setup */
-};
-
-static struct waker *W;
-
-/* W, in a child: on CPU 0 as SCHED_HPC, sleep 6 ms, compute 2 ms, ... */
-static void waker_loop(void)
-{
-	uint64_t end, c0, w0, c, wait;
-	int r = pin_cpu(0, 0);
-
-	if (!r)
-		r = set_hpc(0);
-	if (r) {
-		W->err = -r;
-		_exit(1);
-	}
-	c0 = thread_cpu_ns();
-	end = now_ns() + WAKER_SECS * 1000000000ULL;
-	while ((w0 = now_ns()) < end) {
-		c = thread_cpu_ns();
-		sleep_ns(WAKER_SLEEP_US * 1000ULL);
-		spin_cpu_us(WAKER_BURST_US);
-		/* the iteration's time less its sleep and its CPU time */
-		wait = now_ns() - w0 - WAKER_SLEEP_US * 1000ULL;
-		c = thread_cpu_ns() - c;
-		wait = wait > c ? wait - c : 0;
-		W->iters++;
-		if (wait > W->max_ns)
-			W->max_ns = wait;
-		if (wait >= W->bound_ns)
-			W->long_waits++;
-	}
-	W->cpu_ns = thread_cpu_ns() - c0;
-	_exit(0);
-}
-
-/* One run of W beside A and B; 1 if it kept its place, reports it. */
-static int rr_waker_run(int last)
-{
-	uint64_t bound = WAKER_SLICE_NS / 2;
-	char val[32];
-	int r;
-
-	memset(W, 0, sizeof(*W));
-	if (kernel_preempt_rt()) {
-		if (!tap_check(read_file(FAIR_SERVER_RUNTIME, val, sizeof(val)) > 0,
-			       "unreadable", "rr: PREEMPT_RT: the fair server's runtime (%s)",
-			       FAIR_SERVER_RUNTIME))
-			return 1;
-		bound += strtoull(val, NULL, 10);
-	}
-	W->bound_ns = bound;
-	if (!tap_ok(start_pair(), "rr: A and B spinning on CPU 0 beside W")) {
-		stop_pair();
-		return 1;
-	}
-	sleep_ms(300);
-	r = run_in_child(waker_loop, (WAKER_SECS + 20) * 1000);
-	stop_pair();
-	tap_diag("rr: W in %d s: %" PRIu64 " wake-ups, %.0f ms of CPU, longest wait %.1f ms, %u waits >= %.0f ms",
-		 WAKER_SECS, W->iters, W->cpu_ns / 1e6, W->max_ns / 1e6,
-		 W->long_waits, bound / 1e6);
-	if (!tap_check(r == 0 && !W->err, strerror(W->err ? W->err : EIO),
-		       "rr: W ran its %d s (exit %d)", WAKER_SECS, r))
-		return 1;
-	if (!last && W->long_waits > 1)
-		return 0;
-	tap_ok(W->cpu_ns > 2 * WAKER_SLICE_NS,
-	       "rr: W got more than 2 slices of CPU in %d us bursts (%.0f ms)",
-	       WAKER_BURST_US, W->cpu_ns / 1e6);
-	tap_ok(W->long_waits <= 1,
-	       "rr: W waited %.0f ms or more at most once (%u times, longest %.1f ms)",
-	       bound / 1e6, W->long_waits, W->max_ns / 1e6);
-	return 1;
-}
-
-static void rr_waker(void)
-{
-	if (!rr_waker_run(0)) {
-		tap_diag("rr: W waited long %u times: measured once more", W->long_waits);
-		rr_waker_run(1);
-	}
-}
-
 static void fifo(void)
 {
 	uint64_t a0, b0, da, db;
@@ -261,22 +144,14 @@ int main(void)
 	r = pin_cpu(0, 1);
 	tap_check(r == 0, strerror(-r), "test process on CPU 1");
 	S = shared_alloc(2 * sizeof(*S));
-	W = shared_alloc(sizeof(*W));
 
 	big = rr(100000, 1);
 	small = rr(5000, 1);
-	if (big < 0 || small < 0)
-		;
-	else if (kernel_preempt_rt())
-		tap_skip("rr: timeslice_us 5000 switches much more often than 100000",
-			 "PREEMPT_RT: its per-CPU threads preempt the spinners as often "
-			 "(%lld vs %lld)", small, big);
-	else
+	if (big >= 0 && small >= 0)
 		tap_ok(small > 3 * big + 3,
 		       "rr: timeslice_us 5000 switches much more often than 100000 (%lld vs %lld)",
 		       small, big);
-	knob_set("timeslice_us", WAKER_SLICE_NS / 1000);
-	rr_waker();
+	knob_set("timeslice_us", 100000);
 	fifo();
 	tap_ok(knobs_restore() == 0, "knobs restored");
 	kill_children();
