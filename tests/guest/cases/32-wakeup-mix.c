@@ -14,10 +14,10 @@
  *     the host's vCPU delays any task): a woken HPC task never waits for
  *     every runnable task's slice. Over the bound, the reference and the
  *     probe are measured once more, and the second pair counts. Checked
- *     with 2 vCPUs; with more (the 4-vCPU boot on a 2-CPU host) only
- *     reported, as a SKIP: the host cannot run 4 vCPUs at once, and a
- *     vCPU that waits for the host delays whatever it runs. On x86 the
- *     same with the SMT emulation is reported beside.
+ *     in the 4-vCPU boot on a 2-CPU host too, where a vCPU that waits for
+ *     the host delays whatever it runs: the normal tasks' worst there was
+ *     120 ms, HPC's 37 ms (200-450 ms before a woken task started a new
+ *     slice). On x86 the same with the SMT emulation is reported beside.
  *  B  hackbench (4 groups of 10 + 10 processes, 500 messages from each
  *     sender to each receiver) as SCHED_OTHER and as SCHED_HPC with no
  *     mechanism applied (backend none), in 5 blocks of OTHER, HPC, HPC,
@@ -126,20 +126,13 @@ static void part_a(long long slice_us)
 		    r.max_ns > bound)
 			bound = r.max_ns;
 		ran = !probe(SCHED_HPC, emul ? "HPC, no mechanism" : "HPC", &r);
-		if (!ran || online_cpus() > 2 || (r.loops >= 10 && r.max_ns <= bound))
+		if (!ran || (r.loops >= 10 && r.max_ns <= bound))
 			break;
 		if (!run)
 			tap_diag("A: worst lateness %.1f ms > %.1f ms: both measured once more",
 				 r.max_ns / 1e6, bound / 1e6);
 	}
-	if (!ran)
-		;
-	else if (online_cpus() > 2)
-		tap_skip("A: woken HPC probe's worst lateness",
-			 "%d vCPUs: checked in the 2-vCPU boot only (with more vCPUs than "
-			 "the host has CPUs, the worst case is the host's as much as ours)",
-			 online_cpus());
-	else
+	if (ran)
 		tap_ok(r.loops >= 10 && r.max_ns <= bound,
 		       "A: woken HPC probe's worst lateness %.1f ms <= %.1f ms (2 time slices, "
 		       "or the normal tasks' worst), p99.9 %.1f ms, %llu wake-ups%s",
