@@ -33,6 +33,19 @@ struct pingpong {
 	int n;
 };
 
+/* This task's run_delay (ns): field 2 of /proc/self/schedstat; 0 on error. */
+static int run_delay(uint64_t *ns)
+{
+	unsigned long long run, delay;
+	char b[128];
+
+	if (read_file("/proc/self/schedstat", b, sizeof(b)) <= 0 ||
+	    sscanf(b, "%llu %llu", &run, &delay) != 2)
+		return -1;
+	*ns = delay;
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

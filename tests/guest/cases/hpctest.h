@@ -652,22 +652,6 @@ static inline long long cpu_ns_of(pid_t pid)
 	return (ut + st) * (1000000000LL / sysconf(_SC_CLK_TCK));
 }
 
-/*
- * This task's run_delay (ns): field 2 of /proc/self/schedstat, the time it
- * has been runnable without running. 0, or -1 on error.
- */
-static inline int run_delay(uint64_t *ns)
-{
-	unsigned long long run, delay;
-	char b[128];
-
-	if (read_file("/proc/self/schedstat", b, sizeof(b)) <= 0 ||
-	    sscanf(b, "%llu %llu", &run, &delay) != 2)
-		return -1;
-	*ns = delay;
-	return 0;
-}
-
 /* ------------------------------------------------------------ children */
 
 /* Children of this process, killed by the watchdog and by kill_children(). */
