@@ -27,6 +27,21 @@ done
 if [ -z "$off" ]; then t_ok "every CPU online"; else t_fail "every CPU online" "offline:$off"; fi
 [ -z "${GUEST_NCPUS:-}" ] || t_is "nproc unchanged" "$(nproc)" "$GUEST_NCPUS"
 
+# /init keeps the result port open: on PREEMPT_RT (interrupts in threads) its
+# interrupt thread is the one /init saw at the start, never created again.
+if uname -v | grep -q PREEMPT_RT && [ -c /dev/ttyS1 ]; then
+	start=$(cat /tmp/hpc-tap-irq 2>/dev/null)
+	now=$(for c in /proc/[0-9]*/comm; do
+		read -r n < "$c" 2>/dev/null || continue
+		case $n in "irq/"*"-ttyS1") echo "${c%/comm} $n" ;; esac
+	done)
+	if [ -n "$start" ] && [ "$now" = "$start" ]; then
+		t_ok "result port's interrupt thread never created again ($now)"
+	else
+		t_fail "result port's interrupt thread never created again" "at the start '$start', now '$now'"
+	fi
+fi
+
 t_is "shell's /proc/self/sched_hpc" "$(cat /proc/self/sched_hpc)" "policy: other"
 
 pat='WARNING:|BUG:|Oops|general protection|possible recursive locking|circular locking|inconsistent lock state|bad unlock balance|suspicious RCU usage|scheduling while atomic|sleeping function called from invalid context|blocked for more than|soft lockup|hard LOCKUP|rcu_.* self-detected stall|detected stalls on CPUs|Call Trace'
