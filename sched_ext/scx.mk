@@ -172,7 +172,7 @@ scx-bench: kernel scx scx-hpcctl
 scx-guest-run: kernel scx-guest-initrd
 	@tests/guest/run-qemu --name scx-smp2 --smp 2 --initrd $(SCX_OUT)/initrd.gz \
 		--cases '[56]*-scx-*' $(if $(APPEND),--append '$(APPEND)') \
-		--timeout $(or $(GUEST_TIMEOUT),900)
+		--timeout $(or $(GUEST_TIMEOUT),1080)
 
 # With the loader built: hpcctl --backend scx's checks of the real loader
 # too (the hpcd suite skips them when make scx has not run).
@@ -184,11 +184,12 @@ check-scx-host: kernel hpcd
 		tools/hpcd/tests/hpcctl-scx.sh $(BUILD)/tools/hpcd $(SCX_BIN)/scx_hpc'
 
 # The cases take 440-590 s on a quiet host (61-scx-wakeup-mix alone
-# 260-400 s): the whole boot may take 900 s (GUEST_TIMEOUT overrides).
+# 260-400 s, about 170 s more when its part B is measured twice): the whole
+# boot may take 1080 s (GUEST_TIMEOUT overrides).
 check-scx-guest: kernel scx-guest-initrd
 	@tests/run-suite scx-guest -- tests/guest/run-qemu --name scx-smp2 --smp 2 \
 		--initrd $(SCX_OUT)/initrd.gz --cases '[56]*-scx-*' \
-		--timeout $(or $(GUEST_TIMEOUT),900)
+		--timeout $(or $(GUEST_TIMEOUT),1080)
 
 # Placement over emulated cores needs two of them: 4 CPUs, the balance case.
 check-scx-guest-smp4: kernel scx-guest-initrd
