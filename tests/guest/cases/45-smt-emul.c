@@ -9,7 +9,7 @@
  * accepted 450..750), throttled_ns grows by the rest and a fair task on the
  * same CPU runs meanwhile; the same with a longer emul_period_us. With 4
  * CPUs, HPC spinners on CPUs 1 and 2 (two different cores) are not
- * throttled.
+ * throttled (throttled_ns unchanged; each above 75 % of a CPU).
  * Expected speeds come from the policy core (kernel/hpc-core/hpc_smt.c).
  *
  * Priority 4/4 is enforced with max_prio 4 while both spinners run.
@@ -162,8 +162,15 @@ static void other_cores(void)
 	measure(a, b, 2000, &m);
 	tap_diag("CPUs 1+2: %.1f %% / %.1f %%, throttled +%lld / +%lld", 100 * m.share[0],
 		 100 * m.share[1], m.thr[0], m.thr[1]);
-	tap_ok(m.share[0] > 0.9 && m.share[1] > 0.9 && m.thr[0] == 0 && m.thr[1] == 0,
-	       "HPC spinners on CPUs 1 and 2 are not paired: both unthrottled");
+	/*
+	 * Unpaired: neither is ever throttled. The shares only confirm that
+	 * both ran well above the paired speed at 4/4 (600 permille): a vCPU
+	 * of the 16-vCPU guest on a 2-CPU host got 88 % of the time once.
+	 */
+	tap_ok(m.share[0] > 0.75 && m.share[1] > 0.75 && m.thr[0] == 0 && m.thr[1] == 0,
+	       "HPC spinners on CPUs 1 and 2 are not paired: both unthrottled (+%lld / +%lld ns), "
+	       "each above 75 %% (%.1f %% / %.1f %%)",
+	       m.thr[0], m.thr[1], 100 * m.share[0], 100 * m.share[1]);
 out:
 	spin_stop(&S[0]);
 	spin_stop(&S[1]);
