@@ -70,21 +70,29 @@ static void wake_burst(void **state)
 
 /*
  * A woken task preempts only when ahead by more than half its credit, and
- * once the running task has run for half the credit since it was picked.
+ * once the running task has run for half the credit since it was picked;
+ * a sync wake-up (the waker sleeps next) never does.
  */
 static void wake_preempts(void **state)
 {
 	u64 slice = MS(100), half = HPC_WAKE_CREDIT_NS / 2;
 
-	assert_true(hpc_wake_preempts(MS(10), MS(10) + half + 1, half, slice));
-	assert_false(hpc_wake_preempts(MS(10), MS(10) + half, half, slice));
-	assert_false(hpc_wake_preempts(MS(10), MS(10), half, slice));
-	assert_false(hpc_wake_preempts(MS(11), MS(10), half, slice));
+	assert_true(hpc_wake_preempts(MS(10), MS(10) + half + 1, half, slice,
+				      false));
+	assert_false(hpc_wake_preempts(MS(10), MS(10) + half, half, slice,
+				       false));
+	assert_false(hpc_wake_preempts(MS(10), MS(10), half, slice, false));
+	assert_false(hpc_wake_preempts(MS(11), MS(10), half, slice, false));
 	/* Far ahead, but the running task has only just started. */
-	assert_false(hpc_wake_preempts(MS(10), MS(50), half - 1, slice));
+	assert_false(hpc_wake_preempts(MS(10), MS(50), half - 1, slice,
+				       false));
 	/* A woken long sleeper beside a task that is a slice ahead. */
 	assert_true(hpc_wake_preempts(hpc_queue_vtime(0, MS(10), slice, US(100)),
-				      MS(10), MS(2), slice));
+				      MS(10), MS(2), slice, false));
+	/* The same, woken by a task that sleeps next: it waits for that. */
+	assert_false(hpc_wake_preempts(hpc_queue_vtime(0, MS(10), slice, US(100)),
+				       MS(10), MS(2), slice, true));
+	assert_false(hpc_wake_preempts(MS(10), MS(50), slice, slice, true));
 	(void)state;
 }
 
@@ -119,7 +127,8 @@ static void frequent_waker_gets_its_share(void **state)
 			vt[1] = hpc_queue_vtime(vt[1], q, slice, step);
 			cur = hpc_vtime_before(vt[0], vt[1]) ? 0 : 1;
 			ran = 0;
-		} else if (ran >= slice || hpc_wake_preempts(vt[1], vt[0], ran, slice)) {
+		} else if (ran >= slice ||
+			   hpc_wake_preempts(vt[1], vt[0], ran, slice, false)) {
 			cur = hpc_vtime_before(vt[0], vt[1]) ? 0 : 1;
 			ran = 0;
 		}

@@ -523,8 +523,10 @@ static u64 hpc_ran(struct rq *rq, struct task_struct *curr)
 
 /*
  * Round-robin: a woken task (@p) preempts the running one if it is ahead by
- * more than the core's margin (hpc_wake_preempts()). Until it runs, the
- * tick checks again (hpc_tick_preempt()).
+ * more than the core's margin (hpc_wake_preempts()), unless it was a sync
+ * wake-up (WF_SYNC). Until it runs, the tick checks again
+ * (hpc_tick_preempt()), after a sync wake-up too: a running task that does
+ * not sleep soon keeps it waiting no longer than that.
  */
 static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
 {
@@ -535,7 +537,7 @@ static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
 		return;
 	update_curr_hpc(rq);
 	if (hpc_wake_preempts(p->hpc.vtime, curr->hpc.vtime, hpc_ran(rq, curr),
-			      hpc_timeslice_ns(c)))
+			      hpc_timeslice_ns(c), flags & WF_SYNC))
 		resched_curr(rq);
 }
 
@@ -563,7 +565,7 @@ static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
 		next = hpc_queue_next(next);
 	return next && hpc_woken_waiting(hpc_task_of(next)) &&
 	       hpc_wake_preempts(next->vtime, curr->hpc.vtime,
-				 hpc_ran(rq, curr), hpc_timeslice_ns(c));
+				 hpc_ran(rq, curr), hpc_timeslice_ns(c), false);
 }
 
 static struct task_struct *pick_task_hpc(struct rq *rq)
