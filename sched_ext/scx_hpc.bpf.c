@@ -26,7 +26,8 @@
  * (hpc_queue.h): RR with a tunable slice (slice_us), by virtual time, a
  * waking task placed at most a small credit before the queue and
  * preempting the running task (SCX_KICK_PREEMPT) when it is ahead by more
- * than half of it; or FIFO (infinite slice, in the order the tasks became
+ * than half of it, unless its waker said it sleeps next (a sync
+ * wake-up, hpc_wake_preempts()); or FIFO (infinite slice, in the order the tasks became
  * runnable, a task runs until it sleeps or its CPU is throttled).
  * ops.select_cpu places an unpinned waking task on the
  * allowed CPU with the fewest queued + running HPC tasks, among those on
@@ -126,6 +127,7 @@ struct task_ctx {
 	u64 vtime;		/* queue order (hpc_queue.h) */
 	s32 vtime_cpu;		/* the CPU whose queue vtime is relative to */
 	u32 preempted;		/* held back by the budget: keeps its place */
+	u32 wake_sync;		/* placed by a sync wake-up, not queued yet */
 };
 
 struct {
@@ -439,20 +441,22 @@ static __always_inline void queue_task(struct task_struct *p,
 }
 
 /*
- * A task woke up onto @cpu's queue at @vtime: preempt the HPC task running
- * there if hpc_wake_preempts() says so (round-robin only). Unlike the
- * kernel class, no tick checks again later: a tick that ends the running
- * task's slice for a woken task cut hackbench's slices to one tick and
- * made it up to 4.6 times slower here (the woken task then runs at the
- * running one's slice end, or when it sleeps).
+ * A task woke up onto @cpu's queue at @vtime (@sync: by a sync wake-up):
+ * preempt the HPC task running there if hpc_wake_preempts() says so
+ * (round-robin only). Unlike the kernel class, no tick checks again later:
+ * a tick that ends the running task's slice for a woken task cut
+ * hackbench's slices to one tick and made it up to 4.6 times slower here
+ * (the woken task then runs at the running one's slice end, or when it
+ * sleeps).
  */
-static void wake_preempt(s32 cpu, struct scx_hpc_cpu *c, u64 vtime, u64 slice)
+static void wake_preempt(s32 cpu, struct scx_hpc_cpu *c, u64 vtime, u64 slice,
+			 bool sync)
 {
 	u64 now = bpf_ktime_get_ns();
 	u64 curr = c->cur_vtime + (now > c->cur_start ? now - c->cur_start : 0);
 
 	if (!c->running || c->throttled ||
-	    !hpc_wake_preempts(vtime, curr, now - c->cur_start, slice))
+	    !hpc_wake_preempts(vtime, curr, now - c->cur_start, slice, sync))
 		return;
 	__sync_fetch_and_add(&c->nr_wake_preempt, 1);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
@@ -497,9 +501,13 @@ s32 BPF_STRUCT_OPS(hpc_select_cpu, struct task_struct *p, s32 prev_cpu,
 {
 	bool ttwu = wake_flags & SCX_WAKE_TTWU;
 	u32 bn = -1U, bc = -1U, prev_n = 0, n, c;
+	struct task_ctx *tc = get_task(p);
 	struct scx_hpc_cpu *sc;
 	s32 best = -1, cpu;
 
+	/* read by hpc_enqueue() (a pinned task wakes without ops.select_cpu) */
+	if (tc)
+		tc->wake_sync = ttwu && (wake_flags & SCX_WAKE_SYNC);
 	if (p->nr_cpus_allowed == 1)
 		return prev_cpu;
 	sc = place_ok(p, prev_cpu);
@@ -536,8 +544,14 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 	struct scx_hpc_params *P = get_params();
 	struct scx_hpc_cpu *c = get_cpu(cpu);
 	struct task_ctx *tc = get_task(p);
+	bool sync = false;
 	u64 slice;
 
+	if (tc) {
+		/* this enqueue's wake-up was a sync one (hpc_select_cpu()) */
+		sync = tc->wake_sync;
+		tc->wake_sync = 0;
+	}
 	if (!P || !c) {
 		/* cannot happen; never lose a task */
 		scx_bpf_dispatch(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
@@ -569,7 +583,7 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	queue_task(p, tc, P, cpu, slice, enq_flags);
 	if ((enq_flags & SCX_ENQ_WAKEUP) && !P->fifo && tc)
-		wake_preempt(cpu, c, tc->vtime, slice);
+		wake_preempt(cpu, c, tc->vtime, slice, sync);
 }
 
 void BPF_STRUCT_OPS(hpc_dispatch, s32 cpu, struct task_struct *prev)
