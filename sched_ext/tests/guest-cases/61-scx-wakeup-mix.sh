@@ -92,7 +92,7 @@ $WM probe -p 7 -t 5 -b 4 -g 2 -l 200 2>&1 | grep late | sed 's/^/# probe, with t
 # slowed by twice as much on one way as on the other. Over the bound, the 5
 # blocks without the emulation once more, and the second median counts (as
 # A, C and the kernel's 32-wakeup-mix B do): this host's runs of one way
-# range over 2.5 x, and the ratio itself is 1.2-1.3 x here.
+# range over 2.5 x (the ratio was 0.93-1.06 in the blocks of one boot).
 # add A B: A + B
 add() { awk -v a="$1" -v b="$2" 'BEGIN { print a + b }'; }
 # median LIST...: the middle one of an odd count of numbers
