@@ -664,14 +664,23 @@ check "--source bpf: the sibling of a task killed mid-iteration is no longer hel
 kill $a $hp 2>/dev/null; wait $hp 2>/dev/null
 
 # Many tasks that exit at once (more than one look at the exit set holds):
-# each is released, and hpcd, idle, exits.
+# each is released, and hpcd, idle, exits. On a loaded machine, starting 80
+# processes and hpcd takes seconds, and a task gone before hpcd starts is an
+# error ("no process"): each waits for a line on a FIFO, which the test
+# holds open (fd 7), and becomes the spin loop (3 s) once hpcd manages all.
+mkfifo "$work/many.fifo"
+exec 7<>"$work/many.fifo"
 many=()
-# (5 s each: on a loaded machine, starting 80 processes and hpcd takes
-# seconds, and a task gone before hpcd starts is an error: "no process".)
-for i in $(seq 80); do "$spin" 5 5 45 >/dev/null & many+=(--pid $!); pids+=($!); done
-"$hpcd" --exit-when-idle "${many[@]}" 2>"$work/hpcd-many.log" &
+for i in $(seq 80); do
+	sh -c 'read -r _ < "$1"; exec "$2" 3 5 45' sh "$work/many.fifo" "$spin" >/dev/null 7>&- &
+	many+=(--pid $!); pids+=($!)
+done
+"$hpcd" --exit-when-idle "${many[@]}" 2>"$work/hpcd-many.log" 7>&- &
 hp=$!; pids+=($hp)
+wait_for 20 '[ "$(grep -c "^hpcd: managing" "$work/hpcd-many.log")" -ge 80 ] || ! kill -0 '$hp' 2>/dev/null'
+printf 'go\n%.0s' $(seq 80) >&7
 wait_for 20 '! kill -0 '$hp' 2>/dev/null'
+exec 7>&-
 check "80 tasks that exit together: each released, hpcd exits ($(grep -c '^hpcd: released' "$work/hpcd-many.log") released; $(grep -v '^hpcd: \(managing\|released\)' "$work/hpcd-many.log" | tail -1))" \
 	bash -c "! kill -0 $hp 2>/dev/null && [ \$(grep -c '^hpcd: released' '$work/hpcd-many.log') -eq 80 ]"
 kill $hp 2>/dev/null; wait $hp 2>/dev/null
