@@ -677,6 +677,7 @@ for i in $(seq 80); do
 done
 "$hpcd" --exit-when-idle "${many[@]}" 2>"$work/hpcd-many.log" 7>&- &
 hp=$!; pids+=($hp)
+# shellcheck disable=SC2016 # expanded by wait_for's eval
 wait_for 20 '[ "$(grep -c "^hpcd: managing" "$work/hpcd-many.log")" -ge 80 ] || ! kill -0 '$hp' 2>/dev/null'
 printf 'go\n%.0s' $(seq 80) >&7
 wait_for 20 '! kill -0 '$hp' 2>/dev/null'
