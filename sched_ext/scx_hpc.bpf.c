@@ -26,9 +26,9 @@
  * (hpc_queue.h): RR with a tunable slice (slice_us), by virtual time, a
  * waking task placed at most a small credit before the queue and
  * preempting the running task (SCX_KICK_PREEMPT) when it is ahead by more
- * than half of it, unless its waker said it sleeps next (a sync
- * wake-up, hpc_wake_preempts()); or FIFO (infinite slice, in the order the tasks became
- * runnable, a task runs until it sleeps or its CPU is throttled).
+ * than half of it, unless its waker said it sleeps next (a sync wake-up,
+ * hpc_wake_preempts()); or FIFO (infinite slice, in the order the tasks
+ * became runnable, a task runs until it sleeps or its CPU is throttled).
  * ops.select_cpu places an unpinned waking task on the
  * allowed CPU with the fewest queued + running HPC tasks, among those on
  * the emulated core with the fewest (prev CPU on a tie), keeping it where
