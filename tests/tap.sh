@@ -10,7 +10,7 @@ nok() {
 	n=$((n + 1)) failed=$((failed + 1))
 	echo "not ok $n - $1"
 	shift
-	for l in "$@"; do echo "#   $l"; done
+	for l in "$@"; do printf '%s\n' "$l" | sed 's/^/#   /'; done
 }
 check() {
 	local name=$1
