@@ -16,8 +16,10 @@
  *     probe are measured once more, and the second pair counts. Checked
  *     in the 4-vCPU boot on a 2-CPU host too, where a vCPU that waits for
  *     the host delays whatever it runs: the normal tasks' worst there was
- *     120 ms, HPC's 37 ms (200-450 ms before a woken task started a new
- *     slice). On x86 the same with the SMT emulation is reported beside.
+ *     55-190 ms, HPC's 32-390 ms (a median 143 ms of 9 runs; 200-450 ms
+ *     before a woken task started a new slice, a median 270 ms when a
+ *     sync wake-up did not preempt). On x86 the same with the SMT
+ *     emulation is reported beside.
  *  B  hackbench (4 groups of 10 + 10 processes, 500 messages from each
  *     sender to each receiver) as SCHED_OTHER and as SCHED_HPC with no
  *     mechanism applied (backend none), in 5 blocks of OTHER, HPC, HPC,
