@@ -198,7 +198,11 @@ start_spin 60; b=$!
 "$hpcd" --mode smt-emul --cpus $cpus -v 2>"$work/hpcd4.log" &
 d=$!; pids+=($d)
 wait_for 5 ctl_up
-send_pair $a $b 4
+# 8 iterations, ending 1..8 s from now: the heavy rank holds its lead until
+# 2 iterations after the last record's end (then hpcd's tick judges it alone
+# and gives the lead back), time enough for the checks on a slow machine (4
+# ended in 4 s, and a check that came 6 s after them found both ranks at 4).
+send_pair $a $b 8
 sleep 0.3
 check "monitor: hello adopted both ranks" wait_for 3 'test "$(task_json $a source 2>/dev/null)/$(task_json $b rank 2>/dev/null)" = "monitor/1"'
 check "monitor: iterations drive the core (heavy prio $(task_json $a prio), light $(task_json $b prio))" \
@@ -210,8 +214,8 @@ else
 		"$("$hpcctl" top --once)" "$("$hpcctl" --backend hpcd status --json)" "$(tail -20 "$work/hpcd4.log")"
 fi
 # -v logs every rank's iterations, the held side of a barrier's pair too.
-check "monitor: hpcd -v logs the 4 iterations of each rank ($(grep -c "^hpcd: $a rank 0 iteration" "$work/hpcd4.log") and $(grep -c "^hpcd: $b rank 1 iteration" "$work/hpcd4.log"))" \
-	test "$(grep -c "^hpcd: $a rank 0 iteration" "$work/hpcd4.log")/$(grep -c "^hpcd: $b rank 1 iteration" "$work/hpcd4.log")" = 4/4
+check "monitor: hpcd -v logs the 8 iterations of each rank ($(grep -c "^hpcd: $a rank 0 iteration" "$work/hpcd4.log") and $(grep -c "^hpcd: $b rank 1 iteration" "$work/hpcd4.log"))" \
+	test "$(grep -c "^hpcd: $a rank 0 iteration" "$work/hpcd4.log")/$(grep -c "^hpcd: $b rank 1 iteration" "$work/hpcd4.log")" = 8/8
 kill -TERM $d; wait $d 2>/dev/null
 { kill -9 $a $b; wait $a $b; } 2>/dev/null
 
