@@ -157,7 +157,7 @@ rm -f "$job"/hpcsched-*
 # make run's workload on the emulated SMT cores (mode=smt-emul, waits=poll:
 # the ranks sleep in their waits, hpcd counts them polling), rank 0 (the
 # master) not paired: the heavy workers (P2, P4) must rise to 5 or 6, the
-# light ones (P1, P3) stay at 4. 60 iterations (some 6 s): the step still
+# light ones (P1, P3) stay at 4. 60 iterations (some 8 s): the step still
 # runs when its hpcd is asked for its tasks, on a slow machine too (20
 # iterations took 3 s, and were over by then at times).
 export HPCMON_BLOCKING_WAIT=1 HPCMON_QUIET=1
