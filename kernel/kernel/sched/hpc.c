@@ -96,6 +96,21 @@ static inline struct hpc_task *hpc_it(struct task_struct *p)
 	return (struct hpc_task *)p->hpc.state;
 }
 
+/*
+ * Writers of a task's iteration state and throttle times hold the lock of
+ * its runqueue (or, at fork, its pi_lock before anyone can see it); the
+ * seqcount lets proc_pid_sched_hpc() copy them without that lock.
+ */
+static inline void hpc_write_begin(struct task_struct *p)
+{
+	write_seqcount_begin(&p->hpc.seq);
+}
+
+static inline void hpc_write_end(struct task_struct *p)
+{
+	write_seqcount_end(&p->hpc.seq);
+}
+
 static inline struct sched_hpc_entity *hpc_se(struct rb_node *node)
 {
 	return rb_entry(node, struct sched_hpc_entity, run_node);
@@ -186,8 +201,10 @@ void hpc_throttle(struct rq *rq)
 	rq->hpc.throttled = 1;
 	sub_nr_running(rq, rq->hpc.nr_queued);
 	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
+		hpc_write_begin(hpc_task_of(hse));
 		hse->throttled = 1;
 		hse->throttle_start = now;
+		hpc_write_end(hpc_task_of(hse));
 	}
 	if (rq->curr->sched_class == &hpc_sched_class)
 		resched_curr(rq);
@@ -203,9 +220,11 @@ void hpc_unthrottle(struct rq *rq)
 	rq->hpc.throttled = 0;
 	add_nr_running(rq, rq->hpc.nr_queued);
 	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
+		hpc_write_begin(hpc_task_of(hse));
 		if (hse->throttled && now > hse->throttle_start)
 			hse->throttled_ns += now - hse->throttle_start;
 		hse->throttled = 0;
+		hpc_write_end(hpc_task_of(hse));
 	}
 	if (rq->hpc.nr_queued &&
 	    sched_class_above(&hpc_sched_class, rq->curr->sched_class))
@@ -293,9 +312,14 @@ unsigned int hpc_prio_max(void)
  */
 static u32 hpc_mech_prio(struct task_struct *p, const struct hpc_conf *c)
 {
+	u32 prio;
+
 	if (!c->mech)
 		return HPC_PRIO_OFF;
-	return hpc_task_next_prio(hpc_it(p), &c->p, p->rt_priority);
+	hpc_write_begin(p);
+	prio = hpc_task_next_prio(hpc_it(p), &c->p, p->rt_priority);
+	hpc_write_end(p);
+	return prio;
 }
 
 /* Fresh iteration state, e.g. when a task enters the class or forks. */
@@ -304,13 +328,15 @@ static void hpc_entity_init(struct task_struct *p, u64 now)
 	const struct hpc_conf *c = hpc_conf();
 	struct sched_hpc_entity *hse = &p->hpc;
 
+	hpc_write_begin(p);
 	hpc_task_init(hpc_it(p), now, &c->p);
+	hse->throttled_ns = 0;
+	hse->throttled = 0;
+	hpc_write_end(p);
 	/* FIFO: it arrives now; round-robin: first, as a woken task. */
 	hse->vtime = c->queue == HPC_QUEUE_FIFO ? now : 0;
 	hse->wake_exec = p->se.sum_exec_runtime;
 	hse->time_slice = hpc_timeslice_ns(c);
-	hse->throttled_ns = 0;
-	hse->throttled = 0;
 	hse->applied_prio = hpc_mech_prio(p, c);
 	hse->active = 1;
 }
@@ -348,12 +374,16 @@ static void hpc_account_wakeup(struct rq *rq, struct task_struct *p)
 	struct hpc_task *it = hpc_it(p);
 	struct hpc_task peer;
 	bool sib;
+	int closed;
 
 	if (it->state != HPC_TASK_SLEEPING)
 		return;
 	sib = hpc_sibling_snap(cpu_of(rq), &peer);
-	if (hpc_on_wakeup(it, hpc_clock(), &c->p, sib ? &peer : NULL,
-			  p->rt_priority))
+	hpc_write_begin(p);
+	closed = hpc_on_wakeup(it, hpc_clock(), &c->p, sib ? &peer : NULL,
+			       p->rt_priority);
+	hpc_write_end(p);
+	if (closed)
 		trace_sched_hpc_iteration(p, it->last_run, it->last_wait,
 					  it->last_util, it->heur_util,
 					  it->prev_prio, it->prio);
@@ -370,8 +400,12 @@ static void hpc_account_tick(struct rq *rq, struct task_struct *p, u64 now)
 	struct hpc_task *it = hpc_it(p);
 	struct hpc_task peer;
 	bool sib = hpc_sibling_snap(cpu_of(rq), &peer);
+	int judged;
 
-	if (hpc_on_tick(it, now, &c->p, sib ? &peer : NULL, p->rt_priority)) {
+	hpc_write_begin(p);
+	judged = hpc_on_tick(it, now, &c->p, sib ? &peer : NULL, p->rt_priority);
+	hpc_write_end(p);
+	if (judged) {
 		trace_sched_hpc_judge(p, it->heur_util, it->prev_prio,
 				      it->prio);
 		p->hpc.applied_prio = hpc_mech_prio(p, c);
@@ -449,8 +483,10 @@ static void enqueue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	rq->hpc.nr_queued++;
 	hpc_update_overload(rq);
 	if (rq->hpc.throttled) {
+		hpc_write_begin(p);
 		hse->throttled = 1;
 		hse->throttle_start = rq_clock(rq);
+		hpc_write_end(p);
 	} else {
 		add_nr_running(rq, 1);
 	}
@@ -471,8 +507,11 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 		return true;
 
 	if (flags & DEQUEUE_SLEEP) {
-		if (hpc_block_is_wait(READ_ONCE(p->__state)))
+		if (hpc_block_is_wait(READ_ONCE(p->__state))) {
+			hpc_write_begin(p);
 			hpc_task_sleep(hpc_it(p), hpc_clock());
+			hpc_write_end(p);
+		}
 		hpc_snap_store(cpu_of(rq), p, false);
 	}
 
@@ -483,9 +522,11 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 	if (hse->throttled) {
 		u64 now = rq_clock(rq);
 
+		hpc_write_begin(p);
 		if (now > hse->throttle_start)
 			hse->throttled_ns += now - hse->throttle_start;
 		hse->throttled = 0;
+		hpc_write_end(p);
 	}
 	if (!rq->hpc.throttled)
 		sub_nr_running(rq, 1);
@@ -1164,27 +1205,34 @@ int proc_pid_sched_hpc(struct seq_file *m, struct pid_namespace *ns,
 		       struct pid *pid, struct task_struct *p)
 {
 	struct hpc_task t = {};
-	struct rq_flags rf;
-	u64 throttled = 0;
+	u64 throttled = 0, start = 0, now;
+	unsigned int seq;
 	u32 fixed = 0;
-	struct rq *rq;
 	bool hpc;
 
 	/* Another user's iteration times are theirs, as its wchan is. */
 	if (!ptrace_may_access(p, PTRACE_MODE_READ_FSCREDS))
 		return -EACCES;
-	rq = task_rq_lock(p, &rf);
-	hpc = task_has_hpc_policy(p) && p->hpc.active;
-	if (hpc) {
+	/*
+	 * A consistent copy without the runqueue lock, which a reader
+	 * polling many tasks would otherwise take from their CPUs.
+	 */
+	do {
+		seq = read_seqcount_begin(&p->hpc.seq);
+		hpc = task_has_hpc_policy(p) && READ_ONCE(p->hpc.active);
+		if (!hpc)
+			continue;
 		t = *hpc_it(p);
-		fixed = p->rt_priority;
+		fixed = READ_ONCE(p->rt_priority);
 		throttled = p->hpc.throttled_ns;
-		if (p->hpc.throttled) {
-			update_rq_clock(rq);
-			throttled += rq_clock(rq) - p->hpc.throttle_start;
-		}
+		start = p->hpc.throttled ? p->hpc.throttle_start : 0;
+	} while (read_seqcount_retry(&p->hpc.seq, seq));
+	/* Throttled now: add the time since, by its CPU's clock. */
+	if (start) {
+		now = sched_clock_cpu(task_cpu(p));
+		if (now > start)
+			throttled += now - start;
 	}
-	task_rq_unlock(rq, p, &rf);
 
 	if (!hpc) {
 		seq_puts(m, "policy: other\n");

@@ -9,9 +9,13 @@
  * iteration count, t_R / t_W / U, uniform heur_util == global_util, adaptive
  * with L = 100 (heur == last) and G = 100 (heur == previous global),
  * min_wait_us (short waits do not close an iteration), min_prio clamping
- * and stepping down of a low task.
+ * and stepping down of a low task. Reading the file of a task that iterates
+ * on another CPU gives consistent copies and takes no runqueue lock (kprobes
+ * on task_rq_lock and on the file's show function, for the reader's pid).
  */
 #include "hpctest.h"
+
+#include <sys/mount.h>
 
 #define RUN_MS		20
 #define SLEEP_MS	20
@@ -208,6 +212,108 @@ static void test_access(void)
 	       "10 setuid, 11 own unreadable, 12 root's readable, 13 other error)", st);
 }
 
+#define TR		"/sys/kernel/tracing"
+#define LL_READS	200
+
+/* Append @s to @path (kprobe_events keeps the probes already there). */
+static int append_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	n = n < 0 ? -errno : (size_t)n == strlen(s) ? 0 : -EIO;
+	close(fd);
+	return (int)n;
+}
+
+static int count_of(const char *text, const char *pat)
+{
+	int n = 0;
+
+	while ((text = strstr(text, pat))) {
+		n++;
+		text += strlen(pat);
+	}
+	return n;
+}
+
+static void ll_iterate(void)
+{
+	if (set_hpc(0))
+		_exit(2);
+	for (;;)
+		iterate(2, 2);
+}
+
+static void test_lockless(void)
+{
+	static char trace[1 << 20];
+	char path[64], filt[64];
+	int i, r, bad = 0, locks, shows;
+	long long calc;
+	struct stat sb;
+	pid_t kid;
+
+	kid = fork_kid();
+	if (kid == 0) {
+		pin_cpu(0, online_cpus() > 1 ? 1 : 0);
+		ll_iterate();
+	}
+	if (!tap_check(kid > 0, strerror(errno), "lockless: fork an iterating task"))
+		return;
+	sleep_ms(100);
+	if (stat(TR "/events", &sb))
+		mount("tracefs", TR, "tracefs", 0, NULL);
+	r = append_file(TR "/kprobe_events",
+			"p:hpctest/rqlock task_rq_lock\np:hpctest/show proc_pid_sched_hpc\n");
+	if (!tap_check(r == 0, strerror(-r), "lockless: kprobes on task_rq_lock and proc_pid_sched_hpc"))
+		goto out;
+	snprintf(filt, sizeof(filt), "common_pid == %d\n", getpid());
+	write_file(TR "/tracing_on", "0\n");
+	write_file(TR "/trace", "");
+	r = write_file(TR "/events/hpctest/filter", filt);
+	if (!r)
+		r = write_file(TR "/events/hpctest/enable", "1\n");
+	if (!tap_check(r == 0, strerror(-r), "lockless: enable the probes for pid %d", getpid()))
+		goto probes;
+	snprintf(path, sizeof(path), "/proc/%d/sched_hpc", kid);
+	write_file(TR "/tracing_on", "1\n");
+	for (i = 0; i < LL_READS; i++) {
+		r = hpc_stat_read_path(path, &st);
+		if (r || !st.hpc) {
+			bad++;
+			continue;
+		}
+		calc = st.v[HS_LAST_RUN_NS] * 10000 /
+		       (st.v[HS_LAST_RUN_NS] + st.v[HS_LAST_WAIT_NS] ? : 1);
+		if (st.v[HS_ITERATIONS] && llabs(st.v[HS_LAST_UTIL] - calc) > 2)
+			bad++;
+	}
+	write_file(TR "/tracing_on", "0\n");
+	write_file(TR "/events/hpctest/enable", "0\n");
+	r = read_file(TR "/trace", trace, sizeof(trace));
+	show("lockless: the iterating task, last read");
+	tap_ok(st.v[HS_ITERATIONS] > 5, "lockless: the task iterates while read (%lld iterations)",
+	       st.v[HS_ITERATIONS]);
+	tap_ok(bad == 0, "lockless: %d reads, each one copy (last_util == run/(run+wait)): %d bad",
+	       LL_READS, bad);
+	shows = r > 0 ? count_of(trace, "show: (") : -1;
+	locks = r > 0 ? count_of(trace, "rqlock: (") : -1;
+	tap_ok(shows == LL_READS, "lockless: the probe saw every read (%d of %d)", shows,
+	       LL_READS);
+	tap_ok(locks == 0, "lockless: the reads took no runqueue lock (%d task_rq_lock calls)",
+	       locks);
+probes:
+	write_file(TR "/events/hpctest/filter", "0\n");
+	append_file(TR "/kprobe_events", "-:hpctest/rqlock\n-:hpctest/show\n");
+out:
+	kill(kid, SIGKILL);
+	reap_kid(kid, 5000);
+}
+
 int main(void)
 {
 	int r;
@@ -225,6 +331,7 @@ int main(void)
 	test_min_wait();
 	test_prio_clamp();
 	test_access();
+	test_lockless();
 	set_other(0);
 	r = hpc_stat_read(0, &st);
 	tap_check(r == 0 && st.hpc == 0, st.err, "back to SCHED_OTHER: policy: other");
