@@ -655,6 +655,36 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
  */
 static DEFINE_PER_CPU(struct irq_work, hpc_push_work);
 
+/*
+ * Bounded scans: the wake-up, the pull, the tick's push check and the
+ * core balance each read the counts of HPC_SCAN_CPUS CPUs at most, so that
+ * what they cost does not grow with the machine. Each scan of a CPU starts
+ * HPC_SCAN_CPUS further than its last one, so that successive scans visit
+ * every CPU: a CPU with two tasks fewer is found within
+ * nr_cpu_ids / HPC_SCAN_CPUS ticks. A wake-up looks at the CPUs after the
+ * task's own first, its neighbours. Fork and exec place a task once and
+ * read every allowed CPU, as the fair class's find_idlest_cpu() does.
+ */
+#define HPC_SCAN_CPUS	8
+
+struct hpc_scan {
+	unsigned int	next;	/* where the next scan starts */
+	int		push;	/* the CPU the tick's push check found, or -1 */
+	unsigned int	core;	/* where the core balance looks first */
+};
+
+static DEFINE_PER_CPU(struct hpc_scan, hpc_scans);
+
+/* Where this CPU's next scan starts; the one after starts further on. */
+static unsigned int hpc_scan_start(void)
+{
+	struct hpc_scan *sc = this_cpu_ptr(&hpc_scans);
+	unsigned int start = sc->next < nr_cpu_ids ? sc->next : 0;
+
+	sc->next = start + HPC_SCAN_CPUS;
+	return start;
+}
+
 static unsigned int hpc_nr_on(int cpu)
 {
 	return READ_ONCE(cpu_rq(cpu)->hpc.nr_queued);
@@ -706,7 +736,7 @@ static void hpc_move_task(struct rq *src, struct rq *dst, struct task_struct *p)
  */
 static void hpc_pull(struct rq *this_rq)
 {
-	int this_cpu = cpu_of(this_rq), cpu, src_cpu = -1;
+	int this_cpu = cpu_of(this_rq), cpu, src_cpu = -1, n = 0;
 	unsigned int bw = 0, bl = 0, w, l;
 	struct sched_hpc_entity *hse;
 	struct rq *src;
@@ -715,7 +745,11 @@ static void hpc_pull(struct rq *this_rq)
 		return;
 	/* Pairs with the smp_wmb() in hpc_update_overload(). */
 	smp_rmb();
-	for_each_cpu_and(cpu, &hpc_overload_mask, cpu_active_mask) {
+	for_each_cpu_wrap(cpu, &hpc_overload_mask, hpc_scan_start()) {
+		if (!cpu_active(cpu))
+			continue;
+		if (n++ == HPC_SCAN_CPUS)
+			break;
 		l = hpc_load_on(cpu);
 		w = hpc_waiting_on(cpu);
 		if (cpu != this_cpu && hpc_pull_better(w, l, bw, bl)) {
@@ -744,30 +778,47 @@ unlock:
 }
 
 /*
+ * An allowed CPU of @p with two SCHED_HPC tasks fewer than @rq, among
+ * HPC_SCAN_CPUS from @start on, or -1.
+ */
+static int hpc_emptier_cpu_for(struct rq *rq, struct task_struct *p,
+			       unsigned int start)
+{
+	int cpu, n = 0;
+
+	for_each_cpu_wrap(cpu, p->cpus_ptr, start) {
+		if (cpu == cpu_of(rq) || !cpu_active(cpu))
+			continue;
+		if (n++ == HPC_SCAN_CPUS)
+			break;
+		if (hpc_push_worth(rq->hpc.nr_queued, hpc_nr_on(cpu)))
+			return cpu;
+	}
+	return -1;
+}
+
+/*
  * @rq has at least two SCHED_HPC tasks more than another CPU: push a queued
- * one there. Called with @rq locked; may drop the lock.
+ * one there, looking first where the tick's check found that CPU. Called
+ * with @rq locked; may drop the lock.
  */
 static void hpc_push(struct rq *rq)
 {
+	int from = this_cpu_read(hpc_scans.push), dst_cpu = -1, n = 0;
 	struct sched_hpc_entity *hse;
 	struct task_struct *p = NULL;
-	int cpu, dst_cpu = -1;
 	struct rq *dst;
 
-	if (rq->hpc.nr_queued < 2)
+	if (rq->hpc.nr_queued < 2 || from < 0)
 		return;
-	for (hse = hpc_queue_first(rq); hse; hse = hpc_queue_next(hse)) {
+	for (hse = hpc_queue_first(rq); hse && n < HPC_SCAN_CPUS;
+	     hse = hpc_queue_next(hse)) {
 		struct task_struct *t = hpc_task_of(hse);
 
 		if (task_on_cpu(rq, t) || is_migration_disabled(t))
 			continue;
-		for_each_cpu_and(cpu, t->cpus_ptr, cpu_active_mask) {
-			if (cpu != cpu_of(rq) &&
-			    hpc_push_worth(rq->hpc.nr_queued, hpc_nr_on(cpu))) {
-				dst_cpu = cpu;
-				break;
-			}
-		}
+		n++;
+		dst_cpu = hpc_emptier_cpu_for(rq, t, from);
 		if (dst_cpu >= 0) {
 			p = t;
 			break;
@@ -788,15 +839,24 @@ static void hpc_push(struct rq *rq)
 	put_task_struct(p);
 }
 
-/* Is there an active CPU with two SCHED_HPC tasks fewer than @rq? */
+/*
+ * Is there an active CPU with two SCHED_HPC tasks fewer than @rq, among
+ * this scan's? The push looks there first.
+ */
 static bool hpc_has_emptier_cpu(struct rq *rq)
 {
-	int cpu;
+	int cpu, n = 0;
 
-	for_each_cpu(cpu, cpu_active_mask)
-		if (cpu != cpu_of(rq) &&
-		    hpc_push_worth(rq->hpc.nr_queued, hpc_nr_on(cpu)))
+	for_each_cpu_wrap(cpu, cpu_active_mask, hpc_scan_start()) {
+		if (cpu == cpu_of(rq))
+			continue;
+		if (n++ == HPC_SCAN_CPUS)
+			break;
+		if (hpc_push_worth(rq->hpc.nr_queued, hpc_nr_on(cpu))) {
+			this_cpu_write(hpc_scans.push, cpu);
 			return true;
+		}
+	}
 	return false;
 }
 
@@ -807,21 +867,27 @@ static bool hpc_has_emptier_cpu(struct rq *rq)
  */
 static int hpc_idle_core_for(struct rq *rq, struct task_struct *p)
 {
-	int cpu = cpu_of(rq), sib = hpc_cpu_sibling(cpu), i, s;
+	int cpu = cpu_of(rq), sib = hpc_cpu_sibling(cpu), i, s, n = 0;
 	unsigned int load = hpc_load_on(cpu), sib_load;
+	struct hpc_scan *sc = per_cpu_ptr(&hpc_scans, cpu);
 
 	if (sib < 0 || !hpc_core_giver(cpu, sib))
 		return -1;
 	sib_load = hpc_load_on(sib);
 	if (!hpc_core_gives(load, sib_load, 0))
 		return -1;
-	for_each_cpu_and(i, p->cpus_ptr, cpu_active_mask) {
-		s = hpc_cpu_sibling(i);
-		if (i == cpu || i == sib ||
-		    !hpc_core_gives(load, sib_load,
-				    hpc_load_on(i) + (s >= 0 ? hpc_load_on(s) : 0)))
+	for_each_cpu_wrap(i, p->cpus_ptr, sc->core < nr_cpu_ids ? sc->core : 0) {
+		if (i == cpu || i == sib || !cpu_active(i))
 			continue;
-		return i;
+		if (n++ == HPC_SCAN_CPUS)
+			break;
+		s = hpc_cpu_sibling(i);
+		if (hpc_core_gives(load, sib_load,
+				   hpc_load_on(i) + (s >= 0 ? hpc_load_on(s) : 0))) {
+			/* The push and the stopper look here first. */
+			sc->core = i;
+			return i;
+		}
 	}
 	return -1;
 }
@@ -839,6 +905,7 @@ static bool hpc_core_gives_now(struct rq *rq)
 	if (time_before(jiffies, *next))
 		return false;
 	*next = jiffies + max(1UL, nsecs_to_jiffies(hpc_emul_period_ns()));
+	this_cpu_write(hpc_scans.core, hpc_scan_start());
 	return rq->curr->sched_class == &hpc_sched_class &&
 	       rq->curr->nr_cpus_allowed > 1 &&
 	       hpc_idle_core_for(rq, rq->curr) >= 0;
@@ -893,6 +960,7 @@ static void hpc_queue_push(struct rq *rq)
 
 	if (!rq->hpc.online)
 		return;
+	this_cpu_write(hpc_scans.push, -1);
 	if ((rq->hpc.nr_queued < 2 || !hpc_has_emptier_cpu(rq)) &&
 	    !hpc_core_gives_now(rq))
 		return;
@@ -919,7 +987,7 @@ static int balance_hpc(struct rq *rq, struct task_struct *prev,
  */
 static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 {
-	unsigned int bn = UINT_MAX, bc = UINT_MAX, n, c;
+	unsigned int bn = UINT_MAX, bc = UINT_MAX, n, c, seen = 0;
 	bool here = cpumask_test_cpu(cpu, p->cpus_ptr) && cpu_active(cpu);
 	int i, best = -1;
 
@@ -935,9 +1003,12 @@ static int select_task_rq_hpc(struct task_struct *p, int cpu, int flags)
 		if (!bn && (flags & WF_TTWU))
 			return cpu;
 	}
-	for_each_cpu_and(i, p->cpus_ptr, cpu_active_mask) {
-		if (i == cpu)
+	for_each_cpu_wrap(i, p->cpus_ptr, cpu) {
+		if (i == cpu || !cpu_active(i))
 			continue;
+		/* A wake-up's scan is bounded; fork and exec see every CPU. */
+		if ((flags & WF_TTWU) && seen++ == HPC_SCAN_CPUS)
+			break;
 		n = hpc_nr_on(i);
 		c = hpc_nr_core(i);
 		if (hpc_place_better(n, c, bn, bc)) {
@@ -1102,6 +1173,9 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 #ifdef CONFIG_SMP
 	/* In hard interrupt context also on PREEMPT_RT: it takes @rq's lock. */
 	per_cpu(hpc_push_work, cpu) = IRQ_WORK_INIT_HARD(hpc_push_work_fn);
+	/* Neighbours first, and not every CPU at the same place. */
+	per_cpu(hpc_scans, cpu).next = cpu + 1;
+	per_cpu(hpc_scans, cpu).push = -1;
 #endif
 	raw_spin_lock_init(&s->lock);
 	s->pid = 0;

@@ -6,17 +6,20 @@
  * runs exactly 2 of them (/proc/<pid>/stat field 39, several samples) and
  * every spinner progresses. Then one spinner is pinned to CPU 1: it goes
  * there and stays there in every sample, and the balancer evens the
- * counts out again around it.
+ * counts out again around it. Then all of them are moved to CPU 0 and let
+ * go: the push and the pull spread them to 2 per CPU again. With more CPUs
+ * than the class's bounded scans read at once (8: the 16-vCPU boot), this
+ * shows that successive scans reach every CPU.
  *
  * With two emulated cores or more (4+ CPUs, cores 2k and 2k + 1): two
  * spinners held on the two CPUs of core 0 by their affinity, then let go,
  * end on different cores (the core balance moves a running task to an idle
  * core: hpc_core_gives()) and stay there.
  */
-/* guest-timeout: 90 */
+/* guest-timeout: 120 */
 #include "hpctest.h"
 
-#define MAXT 16
+#define MAXT 32
 
 static struct spin *S;
 static int ncpu, nt;
@@ -44,7 +47,7 @@ static int sample(char *desc, size_t len)
 static void settle_and_check(const char *what, unsigned int ms, int n)
 {
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000ULL;
-	char desc[128] = "";
+	char desc[160] = "";
 	int bal = 0, i, good = 0;
 
 	while (now_ns() < end) {
@@ -112,13 +115,13 @@ int main(void)
 	pid_t pid;
 
 	tap_init("40-balance");
-	watchdog(80);
+	watchdog(110);
 	if (!require_hpc())
 		return tap_done();
 	knobs_restore();
 	ncpu = online_cpus();
 	if (ncpu < 2 || ncpu > MAXT / 2) {
-		tap_skip("balance", "needs 2..8 CPUs (have %d)", ncpu);
+		tap_skip("balance", "needs 2..%d CPUs (have %d)", MAXT / 2, ncpu);
 		return tap_done();
 	}
 	nt = 2 * ncpu;
@@ -154,6 +157,18 @@ int main(void)
 	tap_ok(stayed, "pinned spinner is on CPU 1 in all 15 samples (last on %d)", last);
 	settle_and_check("one pinned to CPU 1", 5000, 5);
 	tap_ok(task_cpu_of(S[0].pid) == 1, "pinned spinner still on CPU 1 after rebalancing");
+
+	/* All to CPU 0, then let go. */
+	for (i = 0, c = 0; i < nt; i++)
+		c += pin_cpu(S[i].pid, 0) == 0;
+	sleep_ms(500);
+	for (i = 0, last = 0; i < nt; i++)
+		last += task_cpu_of(S[i].pid) == 0;
+	tap_ok(c == nt && last == nt, "all %d spinners moved to CPU 0 (%d pinned, %d there)", nt,
+	       c, last);
+	for (i = 0; i < nt; i++)
+		unpin(S[i].pid);
+	settle_and_check("all let go from CPU 0", 10000, 5);
 
 	for (i = 0; i < nt; i++)
 		spin_stop(&S[i]);

@@ -95,7 +95,8 @@ check-guest-x86-smt4: kernel guest-initrd
 # x86_64.config: PREEMPT_RT, 16 CPUs, cpufreq with schedutil), in a tree of
 # its own (build-kernel/rt/src, build-kernel/rt/bzImage). Its suites: the
 # cases on 2 vCPUs (lockdep sees the locking of the threaded interrupt and
-# irq_work handlers), and the SMT cases on 16 vCPUs as two SMT8 cores.
+# irq_work handlers), and the SMT cases and 40-balance on 16 vCPUs as two
+# SMT8 cores (more CPUs than the class's bounded scans read at once).
 # Not run on it: 32-wakeup-mix, whose hackbench runs do not fit its
 # watchdog there under TCG, 35-queue, whose measures do not hold there yet,
 # and 64-smt-pairs, which runs in the 16-CPU boot: in this one it met a
@@ -123,5 +124,5 @@ check-guest-x86-rt: kernel-rt guest-initrd
 
 check-guest-x86-rt-smt8: kernel-rt guest-initrd
 	@tests/run-suite guest-x86-rt-smt8 -- $(GUEST_DIR)/run-qemu --name rt-smt8 \
-		--kernel $(RT_BK)/bzImage --smp 16,sockets=1,cores=2,threads=8 --cases '*-smt-*' \
+		--kernel $(RT_BK)/bzImage --smp 16,sockets=1,cores=2,threads=8 --cases '*-smt-*,40-*' \
 		--timeout $(or $(GUEST_TIMEOUT),900)
