@@ -10,8 +10,13 @@
  * with L = 100 (heur == last) and G = 100 (heur == previous global),
  * min_wait_us (short waits do not close an iteration), min_prio clamping
  * and stepping down of a low task. Reading the file of a task that iterates
- * on another CPU gives consistent copies and takes no runqueue lock (kprobes
- * on task_rq_lock and on the file's show function, for the reader's pid).
+ * on another CPU gives consistent copies and takes no runqueue lock: kprobes
+ * on task_rq_lock(), on the file's show function and on ptrace_may_access()
+ * (which the show function calls: the check that a stack shows it), for
+ * the reader's pid, with the stack of every task_rq_lock() and
+ * ptrace_may_access() call. No task_rq_lock() may come from the show
+ * function, but for PREEMPT_RT's migrate_enable(), which may move the
+ * reader when it leaves a sleeping lock, anywhere in the syscall.
  */
 #include "hpctest.h"
 
@@ -229,15 +234,38 @@ static int append_file(const char *path, const char *s)
 	return (int)n;
 }
 
-static int count_of(const char *text, const char *pat)
-{
-	int n = 0;
+/*
+ * In the trace @text (consumed), count the events of each probe and those
+ * whose stack passes through the show function, not through
+ * migrate_enable().
+ */
+enum { EV_SHOW, EV_RQLOCK, EV_ACCESS, EV_NR };
 
-	while ((text = strstr(text, pat))) {
-		n++;
-		text += strlen(pat);
+static void ll_count(char *text, int ev[EV_NR], int in_show[EV_NR])
+{
+	static const char *const names[EV_NR] = { " show: (", " rqlock: (", " access: (" };
+	char *line, *save = NULL;
+	int i, cur = -1, show = 0, migrate = 0;
+
+	memset(ev, 0, EV_NR * sizeof(*ev));
+	memset(in_show, 0, EV_NR * sizeof(*in_show));
+	for (line = strtok_r(text, "\n", &save);; line = strtok_r(NULL, "\n", &save)) {
+		for (i = 0; line && i < EV_NR; i++)
+			if (strstr(line, names[i]))
+				break;
+		if (!line || i < EV_NR) {
+			/* the stack of the event before is complete */
+			if (cur >= 0 && show && !migrate)
+				in_show[cur]++;
+			if (!line)
+				return;
+			ev[i]++;
+			cur = i;
+			show = migrate = 0;
+		}
+		show |= strstr(line, "=> proc_pid_sched_hpc") != NULL;
+		migrate |= strstr(line, "=> migrate_enable") != NULL;
 	}
-	return n;
 }
 
 static void ll_iterate(void)
@@ -251,8 +279,8 @@ static void ll_iterate(void)
 static void test_lockless(void)
 {
 	static char trace[1 << 20];
-	char path[64], filt[64];
-	int i, r, bad = 0, locks, shows;
+	char path[64], filt[64], trig[80];
+	int i, r, bad = 0, ev[EV_NR], in_show[EV_NR];
 	long long calc;
 	struct stat sb;
 	pid_t kid;
@@ -268,13 +296,20 @@ static void test_lockless(void)
 	if (stat(TR "/events", &sb))
 		mount("tracefs", TR, "tracefs", 0, NULL);
 	r = append_file(TR "/kprobe_events",
-			"p:hpctest/rqlock task_rq_lock\np:hpctest/show proc_pid_sched_hpc\n");
-	if (!tap_check(r == 0, strerror(-r), "lockless: kprobes on task_rq_lock and proc_pid_sched_hpc"))
+			"p:hpctest/rqlock task_rq_lock\np:hpctest/show proc_pid_sched_hpc\n"
+			"p:hpctest/access ptrace_may_access\n");
+	if (!tap_check(r == 0, strerror(-r),
+		       "lockless: kprobes on task_rq_lock, proc_pid_sched_hpc, ptrace_may_access"))
 		goto out;
 	snprintf(filt, sizeof(filt), "common_pid == %d\n", getpid());
 	write_file(TR "/tracing_on", "0\n");
 	write_file(TR "/trace", "");
+	snprintf(trig, sizeof(trig), "stacktrace if common_pid == %d\n", getpid());
 	r = write_file(TR "/events/hpctest/filter", filt);
+	if (!r)
+		r = write_file(TR "/events/hpctest/rqlock/trigger", trig);
+	if (!r)
+		r = write_file(TR "/events/hpctest/access/trigger", trig);
 	if (!r)
 		r = write_file(TR "/events/hpctest/enable", "1\n");
 	if (!tap_check(r == 0, strerror(-r), "lockless: enable the probes for pid %d", getpid()))
@@ -300,15 +335,23 @@ static void test_lockless(void)
 	       st.v[HS_ITERATIONS]);
 	tap_ok(bad == 0, "lockless: %d reads, each one copy (last_util == run/(run+wait)): %d bad",
 	       LL_READS, bad);
-	shows = r > 0 ? count_of(trace, "show: (") : -1;
-	locks = r > 0 ? count_of(trace, "rqlock: (") : -1;
-	tap_ok(shows == LL_READS, "lockless: the probe saw every read (%d of %d)", shows,
-	       LL_READS);
-	tap_ok(locks == 0, "lockless: the reads took no runqueue lock (%d task_rq_lock calls)",
-	       locks);
+	if (r < 0)
+		trace[0] = 0;
+	ll_count(trace, ev, in_show);
+	tap_ok(ev[EV_SHOW] == LL_READS, "lockless: the probe saw every read (%d of %d)",
+	       ev[EV_SHOW], LL_READS);
+	tap_ok(ev[EV_ACCESS] >= LL_READS && in_show[EV_ACCESS] == LL_READS,
+	       "lockless: the stacks show the show function's own calls (%d of %d "
+	       "ptrace_may_access() calls through it)", in_show[EV_ACCESS], LL_READS);
+	tap_ok(in_show[EV_RQLOCK] == 0,
+	       "lockless: the reads took no runqueue lock (%d task_rq_lock() calls from the show "
+	       "function; %d by the reader elsewhere or in migrate_enable())", in_show[EV_RQLOCK],
+	       ev[EV_RQLOCK] - in_show[EV_RQLOCK]);
 probes:
+	write_file(TR "/events/hpctest/rqlock/trigger", "!stacktrace\n");
+	write_file(TR "/events/hpctest/access/trigger", "!stacktrace\n");
 	write_file(TR "/events/hpctest/filter", "0\n");
-	append_file(TR "/kprobe_events", "-:hpctest/rqlock\n-:hpctest/show\n");
+	append_file(TR "/kprobe_events", "-:hpctest/rqlock\n-:hpctest/show\n-:hpctest/access\n");
 out:
 	kill(kid, SIGKILL);
 	reap_kid(kid, 5000);
