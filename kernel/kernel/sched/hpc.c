@@ -312,14 +312,13 @@ unsigned int hpc_prio_max(void)
  */
 static u32 hpc_mech_prio(struct task_struct *p, const struct hpc_conf *c)
 {
-	u32 prio;
-
 	if (!c->mech)
 		return HPC_PRIO_OFF;
-	hpc_write_begin(p);
-	prio = hpc_task_next_prio(hpc_it(p), &c->p, p->rt_priority);
-	hpc_write_end(p);
-	return prio;
+	/*
+	 * At every pick: no seqcount write. It stores one word, t->prio,
+	 * which a reader sees whole, before or after.
+	 */
+	return hpc_task_next_prio(hpc_it(p), &c->p, p->rt_priority);
 }
 
 /* Fresh iteration state, e.g. when a task enters the class or forks. */
