@@ -20,7 +20,6 @@
  */
 #include "hpctest.h"
 
-#include <sys/mount.h>
 
 #define RUN_MS		20
 #define SLEEP_MS	20
@@ -217,22 +216,8 @@ static void test_access(void)
 	       "10 setuid, 11 own unreadable, 12 root's readable, 13 other error)", st);
 }
 
-#define TR		"/sys/kernel/tracing"
+#define TR		TRACEFS
 #define LL_READS	200
-
-/* Append @s to @path (kprobe_events keeps the probes already there). */
-static int append_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	n = n < 0 ? -errno : (size_t)n == strlen(s) ? 0 : -EIO;
-	close(fd);
-	return (int)n;
-}
 
 /*
  * In the trace @text (consumed), count the events of each probe and those
@@ -282,7 +267,6 @@ static void test_lockless(void)
 	char path[64], filt[64], trig[80];
 	int i, r, bad = 0, ev[EV_NR], in_show[EV_NR];
 	long long calc;
-	struct stat sb;
 	pid_t kid;
 
 	kid = fork_kid();
@@ -293,8 +277,7 @@ static void test_lockless(void)
 	if (!tap_check(kid > 0, strerror(errno), "lockless: fork an iterating task"))
 		return;
 	sleep_ms(100);
-	if (stat(TR "/events", &sb))
-		mount("tracefs", TR, "tracefs", 0, NULL);
+	tracefs_mount();
 	r = append_file(TR "/kprobe_events",
 			"p:hpctest/rqlock task_rq_lock\np:hpctest/show proc_pid_sched_hpc\n"
 			"p:hpctest/access ptrace_may_access\n");

@@ -9,9 +9,8 @@
  */
 #include "hpctest.h"
 
-#include <sys/mount.h>
 
-#define TR "/sys/kernel/tracing"
+#define TR TRACEFS
 #define EV TR "/events/sched/sched_hpc_iteration"
 
 static const char *const fields[] = {
@@ -48,7 +47,6 @@ int main(void)
 {
 	static char buf[1 << 20];
 	struct res *R;
-	struct stat sb;
 	char fmt[4096], pidpat[32];
 	long long v, prev_new = -1, last[8];
 	int i, r, n, events = 0, chain_ok = 1, st = 0;
@@ -60,8 +58,7 @@ int main(void)
 	if (!require_hpc())
 		return tap_done();
 	knobs_restore();
-	if (stat(TR "/events", &sb))
-		mount("tracefs", TR, "tracefs", 0, NULL);
+	tracefs_mount();
 	r = read_file(EV "/format", fmt, sizeof(fmt));
 	if (!tap_check(r > 0, strerror(r < 0 ? -r : 0), "%s/format exists", EV))
 		return tap_done();

@@ -25,9 +25,8 @@
  */
 #include "hpctest.h"
 
-#include <sys/mount.h>
 
-#define TR "/sys/kernel/tracing"
+#define TR TRACEFS
 #define EV TR "/events/sched/sched_hpc_iteration"
 #define MAXIT 24
 
@@ -263,7 +262,6 @@ static void events_of(pid_t pid, long long prio, int *n, int *other)
 
 static void test_pair(void)
 {
-	struct stat sb;
 	int r, n[2] = { 0, 0 }, other[2] = { 0, 0 }, traced;
 
 	if (online_cpus() < 2) {
@@ -280,8 +278,7 @@ static void test_pair(void)
 		       "control: dynamic, the rule raises the high task next to a low sibling (4 -> %lld)",
 		       T[0].prio[T[0].n - 1]);
 
-	if (stat(TR "/events", &sb))
-		mount("tracefs", TR, "tracefs", 0, NULL);
+	tracefs_mount();
 	write_file(TR "/trace", "");
 	write_file(TR "/tracing_on", "1\n");
 	traced = write_file(EV "/enable", "1\n") == 0;

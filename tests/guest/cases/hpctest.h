@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -269,10 +270,13 @@ static inline int read_file(const char *path, char *buf, size_t len)
 	return (int)tot;
 }
 
-/* One write(2) of @len bytes of @s to @path: 0 (all written) or -errno. */
-static inline int write_file_len(const char *path, const char *s, size_t len)
+/*
+ * One write(2) of @len bytes of @s to @path, opened with O_WRONLY | @flags
+ * (e.g. O_APPEND): 0 (all written) or -errno.
+ */
+static inline int write_file_flags(const char *path, const char *s, size_t len, int flags)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = open(path, O_WRONLY | O_CLOEXEC | flags);
 	ssize_t n;
 
 	if (fd < 0)
@@ -287,9 +291,31 @@ static inline int write_file_len(const char *path, const char *s, size_t len)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
+static inline int write_file_len(const char *path, const char *s, size_t len)
+{
+	return write_file_flags(path, s, len, 0);
+}
+
 static inline int write_file(const char *path, const char *s)
 {
 	return write_file_len(path, s, strlen(s));
+}
+
+/* Append @s to @path (e.g. kprobe_events, keeping the probes already there). */
+static inline int append_file(const char *path, const char *s)
+{
+	return write_file_flags(path, s, strlen(s), O_APPEND);
+}
+
+#define TRACEFS "/sys/kernel/tracing"
+
+/* Mount tracefs at TRACEFS unless it is there. */
+static inline void tracefs_mount(void)
+{
+	struct stat sb;
+
+	if (stat(TRACEFS "/events", &sb))
+		mount("tracefs", TRACEFS, "tracefs", 0, NULL);
 }
 
 /* ------------------------------------------------------------ sysfs knobs */
