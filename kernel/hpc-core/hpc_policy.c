@@ -276,7 +276,9 @@ static u32 hpc_clamp(u32 prio, const struct hpc_params *p)
  *    only through the difference of the pair, so a pair at (5, 5) or (6, 6)
  *    is (4, 4) with less room; it is brought back down, never kept, and
  *    nobody is raised beside a raised sibling.
- * 3. Low by the heuristic (the task waits a lot): one step down.
+ * 3. Low by the heuristic (the task waits a lot), and the sibling does not
+ *    wait too: one step down. Where both wait, they wait for a task
+ *    elsewhere, which the pair's lead does not slow: it holds.
  * 4. High by the heuristic, and the sibling waits for us: one step up. A
  *    lead is started (from min_prio) only on an unambiguous wait (not
  *    HPC_PEER_UNSURE: deep, or confirmed by the iteration before, see
@@ -300,7 +302,8 @@ u32 hpc_decide(u32 prio, int own_class, int own_now, int peer,
 		return own_now & HPC_CLASS_DEEP ? p->min_prio : prio - 1;
 	if (peer >= 0 && (peer & HPC_PEER_RAISED))
 		return prio > p->min_prio ? prio - 1 : prio;
-	if (own_class == HPC_CLASS_LOW && prio > p->min_prio)
+	if (own_class == HPC_CLASS_LOW && prio > p->min_prio &&
+	    peer_class != HPC_CLASS_LOW)
 		return prio - 1;
 	if (own_class != HPC_CLASS_HIGH || peer_class != HPC_CLASS_LOW ||
 	    prio >= p->max_prio)
@@ -388,6 +391,51 @@ static int hpc_own_now(u32 util, u32 before, const struct hpc_params *p)
 	return class;
 }
 
+/*
+ * A step down was the lead's own doing: the task's wait was shallow, and
+ * its sibling, not raised, computed (rule 1, or rule 3 beside a sibling
+ * that does not wait).
+ */
+static bool hpc_lead_overshot(int own_now, int peer)
+{
+	int peer_class = hpc_class_of(peer);
+
+	return own_now >= 0 && !(own_now & HPC_CLASS_DEEP) && peer >= 0 &&
+	       !(peer & HPC_PEER_RAISED) &&
+	       (peer_class == HPC_CLASS_MEDIUM || peer_class == HPC_CLASS_HIGH);
+}
+
+/*
+ * hpc_decide() for @t, with a lid against a limit cycle. Where the balance
+ * point of a pair lies between two priorities, P is too little (the task
+ * stays busy, its sibling waits: rule 4 raises it) and P + 1 too much (it
+ * waits for its busy sibling: rule 1 or 3 brings it back): alone, the rule
+ * would alternate for ever. A task brought down from a lead that overshot
+ * (hpc_lead_overshot()) keeps the priority it came down to as its lid and
+ * does not rise above it for HPC_LID_DECISIONS decisions, or until the
+ * loads change (a deep wait of its own; the sibling's deep waits are the
+ * normal state of a pair whose light task computes 25 %, as MetBench's);
+ * then it may try once more. Steps down are never held back.
+ */
+static void hpc_task_decide(struct hpc_task *t, int own_class, int own_now,
+			    int peer, const struct hpc_params *p)
+{
+	u32 prio = hpc_decide(t->prio, own_class, own_now, peer, p);
+
+	if (own_now >= 0 && (own_now & HPC_CLASS_DEEP)) {
+		t->lid = 0;
+	} else if (prio < t->prio && hpc_lead_overshot(own_now, peer)) {
+		t->lid = prio;
+		t->lid_left = HPC_LID_DECISIONS;
+	} else if (t->lid && !--t->lid_left) {
+		t->lid = 0;
+	}
+	if (t->lid && prio > t->prio && prio > t->lid)
+		prio = t->prio > t->lid ? t->prio : t->lid;
+	t->prev_prio = t->prio;
+	t->prio = prio;
+}
+
 void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
 {
 	t->iter_start = now;
@@ -409,6 +457,8 @@ void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p)
 	t->ph_util = 0;
 	t->ph_nr = 0;
 	t->state = HPC_TASK_RUNNABLE;
+	t->lid = 0;
+	t->lid_left = 0;
 }
 
 static u64 hpc_since(u64 now, u64 then)
@@ -474,9 +524,8 @@ static void hpc_close(struct hpc_task *t, u64 now, u64 wait,
 				     t->global_util, t->last_util, t->ph_util);
 	t->nr_iter++;
 
-	t->prev_prio = t->prio;
-	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p), own_now,
-			     peer_class, p);
+	hpc_task_decide(t, hpc_classify(t->heur_util, p), own_now, peer_class,
+			p);
 
 	t->iter_start = now;
 	t->seg_start = now;
@@ -603,10 +652,9 @@ int hpc_task_sibling_judge(struct hpc_task *t, u64 now,
 				     live, hpc_phase_mean(t, live));
 	t->judged_at = peer->iter_start;
 	t->nr_judged++;
-	t->prev_prio = t->prio;
 	/* Busy through the sibling's whole iteration and overdue: confirmed. */
-	t->prio = hpc_decide(t->prio, hpc_classify(t->heur_util, p),
-			     hpc_classify(live, p), peer_class, p);
+	hpc_task_decide(t, hpc_classify(t->heur_util, p),
+			hpc_classify(live, p), peer_class, p);
 	return 1;
 }
 

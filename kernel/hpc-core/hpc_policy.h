@@ -132,6 +132,13 @@ HPC_API int hpc_heuristic_lookup(const char *name);
 #define HPC_PHASE_MAX_NR	1000
 
 /*
+ * Decisions a lid holds (see hpc_task_decide()) before the task may try the
+ * lead above it again: one iteration of overshoot in HPC_LID_DECISIONS, at
+ * most, where the balance point lies between two priorities.
+ */
+#define HPC_LID_DECISIONS	16
+
+/*
  * A task that computes this long without a wait, beside a sibling that does
  * the same, is one of a busy pair (see hpc_task_sibling_judge()).
  */
@@ -223,6 +230,8 @@ struct hpc_task {
 	u16 ph_util;		/* mean U of the iterations of this phase */
 	u16 ph_nr;		/* their number, at most HPC_PHASE_MAX_NR */
 	u8 state;		/* HPC_TASK_RUNNABLE or HPC_TASK_SLEEPING */
+	u8 lid;			/* highest priority to rise to (0: none) */
+	u8 lid_left;		/* decisions until the lid is lifted */
 };
 
 HPC_API void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);

@@ -66,6 +66,8 @@ static inline void assert_task_equal(const struct hpc_task *a,
 	assert_int_equal(a->ph_util, b->ph_util);
 	assert_int_equal(a->ph_nr, b->ph_nr);
 	assert_int_equal(a->state, b->state);
+	assert_int_equal(a->lid, b->lid);
+	assert_int_equal(a->lid_left, b->lid_left);
 }
 
 #endif /* HPC_TEST_H */

@@ -294,20 +294,31 @@ static const int all_classes[] = {
 };
 #define NR_CLASSES	4
 
-/* Low: one step down whatever the sibling does, never below min_prio. */
+/*
+ * Low: one step down, never below min_prio, unless the sibling waits too:
+ * then both wait for a task elsewhere, which the pair's lead does not slow
+ * (a raised task that gave it up would only be raised again).
+ */
 static void decide_low_steps_down(void **state)
 {
 	struct hpc_params p = defaults();	/* 4..6 */
 	int i;
 
 	for (i = 0; i < NR_CLASSES; i++) {
-		assert_int_equal(hpc_decide(6, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 5);
-		assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
+		u32 held = all_classes[i] == HPC_CLASS_LOW;
+
+		assert_int_equal(hpc_decide(6, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p),
+				 5 + held);
+		assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p),
+				 4 + held);
 		assert_int_equal(hpc_decide(4, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
 	}
+	/* Whether the sibling's wait is sure or not. */
+	assert_int_equal(hpc_decide(5, HPC_CLASS_LOW, HPC_CLASS_LOW,
+				    HPC_CLASS_LOW | HPC_PEER_UNSURE, &p), 5);
 	p.min_prio = 1;
-	assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, HPC_CLASS_LOW, &p), 1);
-	assert_int_equal(hpc_decide(1, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, HPC_CLASS_LOW, &p), 1);
+	assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM, &p), 1);
+	assert_int_equal(hpc_decide(1, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM, &p), 1);
 	(void)state;
 }
 
@@ -403,7 +414,8 @@ static void decide_clamps_first(void **state)
 		assert_int_equal(hpc_decide(7, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM, all_classes[i], &p), 6);
 		assert_int_equal(hpc_decide(0, HPC_CLASS_MEDIUM, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
 		assert_int_equal(hpc_decide(2, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 4);
-		assert_int_equal(hpc_decide(7, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p), 5);
+		assert_int_equal(hpc_decide(7, HPC_CLASS_LOW, HPC_CLASS_MEDIUM, all_classes[i], &p),
+				 all_classes[i] == HPC_CLASS_LOW ? 6 : 5);
 	}
 	assert_int_equal(hpc_decide(0, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 5);
 	assert_int_equal(hpc_decide(7, HPC_CLASS_HIGH, HPC_CLASS_HIGH, HPC_CLASS_LOW, &p), 6);
@@ -482,6 +494,114 @@ static void wakeup_applies_rule(void **state)
 	run_iter(&t, &now, US(9000), US(1000), &p, HPC_CLASS_HIGH);
 	assert_int_equal(t.prio, 5);
 	assert_int_equal(t.prev_prio, 6);
+	(void)state;
+}
+
+/*
+ * The lid: a pair whose balance point lies between two priorities. At 5
+ * the task is busy and its sibling waits (rule 4: up); at 6 it waits for
+ * its busy sibling (rule 1: down). Without the lid it alternates 5, 6, 5,
+ * ...; with it, it stays at 5 for HPC_LID_DECISIONS decisions, then tries
+ * 6 once more. A deep wait of its own (the loads changed) lifts the lid at
+ * once.
+ */
+static void lid_stops_limit_cycle(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t;
+	u64 now = 0;
+	int i, ups = 0;
+
+	hpc_task_init(&t, 0, &p);
+	/* Busy twice beside a waiting sibling: 4 -> 5 -> 6. */
+	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+	assert_int_equal(t.prio, 6);
+	assert_int_equal(t.lid, 0);
+	/* 6 is too much: a shallow wait for a busy sibling. */
+	run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_HIGH);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.lid, 5);
+	/*
+	 * 5 is too little, for the lid's whole life: held at 5, also when
+	 * the sibling's waits are deep (MetBench's light task computes 25 %).
+	 */
+	for (i = 0; i < HPC_LID_DECISIONS - 1; i++) {
+		run_iter(&t, &now, US(9900), US(100), &p,
+			 i % 2 ? HPC_CLASS_LOW : HPC_CLASS_LOW | HPC_CLASS_DEEP);
+		assert_int_equal(t.prio, 5);
+		assert_int_equal(t.lid, 5);
+	}
+	/* Lifted: 6 is tried again, and the cycle repeats at that pace. */
+	for (i = 0; i < 4 * HPC_LID_DECISIONS; i++) {
+		u32 before = t.prio;
+
+		if (t.prio == 6)
+			run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_HIGH);
+		else
+			run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+		ups += t.prio > before;
+	}
+	assert_int_equal(ups, 4);
+	/* A deep wait lifts the lid at once: the loads changed. */
+	while (t.prio != 6)
+		run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+	run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_HIGH);
+	assert_int_equal(t.lid, 5);
+	run_iter(&t, &now, US(1000), US(9000), &p, HPC_CLASS_HIGH);
+	assert_int_equal(t.prio, 4);
+	assert_int_equal(t.lid, 0);
+	(void)state;
+}
+
+/* Raised 4 -> 5 -> 6 beside a waiting sibling. */
+static void lid_raise_to_6(struct hpc_task *t, u64 *now, const struct hpc_params *p)
+{
+	hpc_task_init(t, *now, p);
+	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
+	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
+	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
+	assert_int_equal(t->prio, 6);
+}
+
+/*
+ * A lid is set by a step down beside a sibling that computes, not raised
+ * (rule 1, or rule 3 beside a sibling of medium class), and by nothing
+ * else: a step down beside a raised sibling (rule 2), with no sibling, or
+ * at a deep wait.
+ */
+static void lid_only_on_overshoot(void **state)
+{
+	struct hpc_params p = defaults();
+	struct hpc_task t;
+	u64 now = 0;
+
+	p.heuristic = HPC_HEUR_ADAPTIVE;
+	/* Rule 3 beside a sibling that computes some: a lid. */
+	lid_raise_to_6(&t, &now, &p);
+	run_iter(&t, &now, US(4000), US(6000), &p, HPC_CLASS_MEDIUM);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.lid, 5);
+	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+	assert_int_equal(t.prio, 5);
+	/* No sibling: no lid, and back up at once when busy beside one. */
+	lid_raise_to_6(&t, &now, &p);
+	run_iter(&t, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.lid, 0);
+	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+	assert_int_equal(t.prio, 6);
+	/* The sibling raised (rule 2): no lid. */
+	lid_raise_to_6(&t, &now, &p);
+	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_MEDIUM | HPC_PEER_RAISED);
+	assert_int_equal(t.prio, 5);
+	assert_int_equal(t.lid, 0);
+	/* A deep wait: back to min_prio, no lid. */
+	lid_raise_to_6(&t, &now, &p);
+	run_iter(&t, &now, US(1000), US(9000), &p, HPC_CLASS_HIGH);
+	assert_int_equal(t.prio, 4);
+	assert_int_equal(t.lid, 0);
 	(void)state;
 }
 
@@ -697,6 +817,8 @@ int main(void)
 		cmocka_unit_test(decide_clamps_first),
 		cmocka_unit_test(task_clamp_prio),
 		cmocka_unit_test(wakeup_applies_rule),
+		cmocka_unit_test(lid_stops_limit_cycle),
+		cmocka_unit_test(lid_only_on_overshoot),
 		cmocka_unit_test(peer_woke_during_wait),
 		cmocka_unit_test(peer_woke_and_slept_again),
 		cmocka_unit_test(peer_computing_all_along),

@@ -381,27 +381,51 @@ TEST(Phase, WithinOnePointOfTheBetterHeuristic)
 }
 
 // Where the two differ, Phase is with the better one: MetBenchVar k = 5
-// (Adaptive's 11.3 % against Uniform's 3.8 %) and SIESTA (Uniform ahead of
-// Adaptive for most seeds; Phase ahead of both).
+// (Adaptive's 11.3 % against Uniform's 3.8 %). On SIESTA (+-30 %) it is
+// at least as good as both for every seed, and ahead of both on most.
 TEST(Phase, KeepsUpWhereUniformOrAdaptiveFalls)
 {
 	const json pt = paper();
 	const Comparison k5 = compare(metbenchvar(pt, 5), defaults());
 	EXPECT_GT(gain(k5.baseline, k5.adaptive), gain(k5.baseline, k5.uniform) + 0.05);
 	EXPECT_NEAR(gain(k5.baseline, k5.phase), gain(k5.baseline, k5.adaptive), 0.005);
-	int adaptive_behind = 0;
+	int phase_ahead = 0;
 	for (uint64_t seed = 1; seed <= 5; seed++) {
 		const Comparison c = compare(siesta(pt, 200, 30, seed), defaults());
-		adaptive_behind +=
-			gain(c.baseline, c.adaptive) < gain(c.baseline, c.uniform) - 0.01;
-		EXPECT_GE(gain(c.baseline, c.phase), gain(c.baseline, c.uniform))
-			<< "seed " << seed;
+		const double better =
+			std::max(gain(c.baseline, c.uniform), gain(c.baseline, c.adaptive));
+		phase_ahead += gain(c.baseline, c.phase) > better + 0.01;
+		EXPECT_GE(gain(c.baseline, c.phase), better) << "seed " << seed;
 	}
-	EXPECT_GE(adaptive_behind, 3);
+	EXPECT_GE(phase_ahead, 3);
 }
 
-// Constant loads: once balanced, Phase changes no priority (no
-// oscillation), as the other two.
+// A pair whose balance point lies between two priorities (loads 650:2000
+// with polling waits: 5 is too little, 6 too much): the lid keeps the heavy
+// tasks from alternating between the two (without it, in the last 29
+// iterations: 12 changes under Uniform, 30 under Adaptive, which ran 25 %
+// slower), trying the higher one again once per HPC_LID_DECISIONS
+// decisions.
+TEST(Rule, NoLimitCycleBetweenTwoPriorities)
+{
+	Workload w;
+	w.name = "650:2000";
+	w.iterations = 60;
+	w.wait = WaitMode::Spin;
+	w.phases = {Phase{0, {650, 2000, 650, 2000}}};
+	for (Mode m : {Mode::Uniform, Mode::Adaptive, Mode::Phase}) {
+		RunConfig cfg;
+		cfg.mode = m;
+		cfg.params = defaults();
+		const RunResult r = simulate(w, cfg);
+		int changes = 0;
+		for (const TaskResult &t : r.tasks)
+			for (int i = 31; i < w.iterations; i++)
+				changes += t.prio[i] != t.prio[i - 1];
+		EXPECT_LE(changes, 8) << r.label;
+	}
+}
+
 TEST(Phase, ConstantLoadsNeverOscillate)
 {
 	const json pt = paper();
