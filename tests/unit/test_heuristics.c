@@ -497,6 +497,16 @@ static void wakeup_applies_rule(void **state)
 	(void)state;
 }
 
+/* Raised 4 -> 5 -> 6 beside a waiting sibling. */
+static void lid_raise_to_6(struct hpc_task *t, u64 *now, const struct hpc_params *p)
+{
+	hpc_task_init(t, *now, p);
+	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
+	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
+	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
+	assert_int_equal(t->prio, 6);
+}
+
 /*
  * The lid: a pair whose balance point lies between two priorities. At 5
  * the task is busy and its sibling waits (rule 4: up); at 6 it waits for
@@ -512,12 +522,7 @@ static void lid_stops_limit_cycle(void **state)
 	u64 now = 0;
 	int i, ups = 0;
 
-	hpc_task_init(&t, 0, &p);
-	/* Busy twice beside a waiting sibling: 4 -> 5 -> 6. */
-	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
-	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
-	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
-	assert_int_equal(t.prio, 6);
+	lid_raise_to_6(&t, &now, &p);
 	assert_int_equal(t.lid, 0);
 	/* 6 is too much: a shallow wait for a busy sibling. */
 	run_iter(&t, &now, US(5000), US(5000), &p, HPC_CLASS_HIGH);
@@ -555,16 +560,6 @@ static void lid_stops_limit_cycle(void **state)
 	(void)state;
 }
 
-/* Raised 4 -> 5 -> 6 beside a waiting sibling. */
-static void lid_raise_to_6(struct hpc_task *t, u64 *now, const struct hpc_params *p)
-{
-	hpc_task_init(t, *now, p);
-	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
-	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
-	run_iter(t, now, US(9900), US(100), p, HPC_CLASS_LOW);
-	assert_int_equal(t->prio, 6);
-}
-
 /*
  * A lid is set by a step down beside a sibling that computes, not raised
  * (rule 1, or rule 3 beside a sibling of medium class), and by nothing
@@ -573,35 +568,38 @@ static void lid_raise_to_6(struct hpc_task *t, u64 *now, const struct hpc_params
  */
 static void lid_only_on_overshoot(void **state)
 {
+	static const struct {
+		u64 run_us, wait_us;	/* the iteration after 4 -> 5 -> 6 */
+		int peer;
+		u32 prio, lid;		/* after it */
+		u32 next;		/* after a busy one beside a waiting sibling */
+	} cases[] = {
+		/* Rule 3 beside a sibling that computes some: a lid. */
+		{ 4000, 6000, HPC_CLASS_MEDIUM, 5, 5, 5 },
+		/* Rule 1 (a busy sibling): a lid. */
+		{ 5000, 5000, HPC_CLASS_HIGH, 5, 5, 5 },
+		/* No sibling: no lid, back up at once beside a waiting one. */
+		{ 4000, 6000, HPC_CLASS_NONE, 5, 0, 6 },
+		/* The sibling raised (rule 2): no lid. */
+		{ 9900, 100, HPC_CLASS_MEDIUM | HPC_PEER_RAISED, 5, 0, 6 },
+		/* A deep wait: back to min_prio, no lid (a new lead needs two busy iterations). */
+		{ 1000, 9000, HPC_CLASS_HIGH, 4, 0, 4 },
+	};
 	struct hpc_params p = defaults();
 	struct hpc_task t;
 	u64 now = 0;
+	size_t i;
 
 	p.heuristic = HPC_HEUR_ADAPTIVE;
-	/* Rule 3 beside a sibling that computes some: a lid. */
-	lid_raise_to_6(&t, &now, &p);
-	run_iter(&t, &now, US(4000), US(6000), &p, HPC_CLASS_MEDIUM);
-	assert_int_equal(t.prio, 5);
-	assert_int_equal(t.lid, 5);
-	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
-	assert_int_equal(t.prio, 5);
-	/* No sibling: no lid, and back up at once when busy beside one. */
-	lid_raise_to_6(&t, &now, &p);
-	run_iter(&t, &now, US(4000), US(6000), &p, HPC_CLASS_NONE);
-	assert_int_equal(t.prio, 5);
-	assert_int_equal(t.lid, 0);
-	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
-	assert_int_equal(t.prio, 6);
-	/* The sibling raised (rule 2): no lid. */
-	lid_raise_to_6(&t, &now, &p);
-	run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_MEDIUM | HPC_PEER_RAISED);
-	assert_int_equal(t.prio, 5);
-	assert_int_equal(t.lid, 0);
-	/* A deep wait: back to min_prio, no lid. */
-	lid_raise_to_6(&t, &now, &p);
-	run_iter(&t, &now, US(1000), US(9000), &p, HPC_CLASS_HIGH);
-	assert_int_equal(t.prio, 4);
-	assert_int_equal(t.lid, 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lid_raise_to_6(&t, &now, &p);
+		run_iter(&t, &now, US(cases[i].run_us), US(cases[i].wait_us), &p,
+			 cases[i].peer);
+		assert_int_equal(t.prio, cases[i].prio);
+		assert_int_equal(t.lid, cases[i].lid);
+		run_iter(&t, &now, US(9900), US(100), &p, HPC_CLASS_LOW);
+		assert_int_equal(t.prio, cases[i].next);
+	}
 	(void)state;
 }
 
