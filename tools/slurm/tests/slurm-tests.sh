@@ -190,8 +190,9 @@ check "the report was written: $rep" test -s "$rep"
 sed 's/^/#   /' "$rep" 2>/dev/null | head -20
 check "the report: rows P1..P4 (the workers), with % compute and priorities" bash -c \
 	"[ \$(grep -cE '^P[1-4] ' '$rep') -eq 4 ] && ! grep -qE '^P0 ' '$rep'"
-# The heavy workers rise and fall about their balance point on this busy
-# machine (4>5>4>..>6>5); the light ones never leave 4.
+# The heavy workers rise to 5 or 6 (where a lead overshot on this busy
+# machine, the rule's lid holds them a step below); the light ones never
+# leave 4.
 fp=$(prio_hist "$rep")
 check "imbalanced ranks at the expected priorities: heavy P2, P4 rose to 5 or 6, light P1, P3 stayed at 4 ($fp)" \
 	bash -c "[[ ' $fp' =~ \ 1:4\  ]] && [[ ' $fp' =~ \ 3:4\  ]] && [[ ' $fp' =~ \ 2:[^\ ]*[56] ]] && [[ ' $fp' =~ \ 4:[^\ ]*[56] ]]"
