@@ -6,9 +6,9 @@
  * class in RR mode with the default slice (100 ms), and a waking HPC task
  * W on CPU 0 that sleeps 6 ms between bursts of 2 ms of CPU for 4 s (a
  * quarter of the CPU, less than its third): W gets more than 2 slices of
- * CPU in all, and at most two of its iterations wait half a slice or
- * more to run (its time less its sleep and its CPU time; over it, measured
- * once more). Its bursts never add up to a slice that sends it behind the
+ * CPU in all, and at most WAKER_LONG_WAITS (4) of its iterations wait
+ * half a slice or more to run (its time less its sleep and its CPU time;
+ * over it, measured once more). Its bursts never add up to a slice that sends it behind the
  * spinners at a tick (every burst sees one): that was a wait of a
  * spinner's slice or more at each slice's worth of bursts, 6 to 8 times in
  * 4 s (the longest 156 to 189 ms). A stall of the host's vCPU during a
@@ -16,7 +16,9 @@
  * it behind a spinner once: on
  * 2 vCPUs of a busy host, 14 measurements of the case alone (the class as
  * of the 0030 and the 0032 series alike) had 0 to 2 such waits each (4 had
- * 2; the longest 59 to 188 ms), and one in a whole suite had 3. A
+ * 2; the longest 59 to 188 ms), one in a whole suite had 3, and one
+ * whole suite had 4 and then 3 (the longest 96 and 84 ms; every task of
+ * the case stays at priority 4 there, where the policy never changed). A
  * waking task that asks for more than its share (1 ms bursts between 1 ms
  * sleeps) does wait: its virtual time runs ahead of the spinners', and it
  * is placed behind them.
@@ -54,6 +56,7 @@ static void stop_spinners(void)
 #define WAKER_SLEEP_US	6000
 #define WAKER_BURST_US	2000
 #define WAKER_SLICE_NS	100000000ULL	/* the default timeslice_us */
+#define WAKER_LONG_WAITS 4	/* the host's noise: 0 to 4; the bug: 6 to 8 */
 #define FAIR_SERVER_RUNTIME "/sys/kernel/debug/sched/fair_server/cpu0/runtime"
 
 /* What the waking task W saw (shared memory). */
@@ -129,14 +132,14 @@ static int waker_run(int last)
 	if (!tap_check(r == 0 && !W->err, strerror(W->err ? W->err : EIO),
 		       "W ran its %d s (exit %d)", WAKER_SECS, r))
 		return 1;
-	if (!last && W->long_waits > 2)
+	if (!last && W->long_waits > WAKER_LONG_WAITS)
 		return 0;
 	tap_ok(W->cpu_ns > 2 * WAKER_SLICE_NS,
 	       "W got more than 2 slices of CPU in %d us bursts (%.0f ms)",
 	       WAKER_BURST_US, W->cpu_ns / 1e6);
-	tap_ok(W->long_waits <= 2,
-	       "W waited %.0f ms or more at most twice (%u times, longest %.1f ms)",
-	       bound / 1e6, W->long_waits, W->max_ns / 1e6);
+	tap_ok(W->long_waits <= WAKER_LONG_WAITS,
+	       "W waited %.0f ms or more at most %d times (%u times, longest %.1f ms)",
+	       bound / 1e6, WAKER_LONG_WAITS, W->long_waits, W->max_ns / 1e6);
 	return 1;
 }
 
