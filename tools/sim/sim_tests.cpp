@@ -426,6 +426,8 @@ TEST(Rule, NoLimitCycleBetweenTwoPriorities)
 	}
 }
 
+// Constant loads: once balanced, Phase changes no priority (no
+// oscillation), as the other two.
 TEST(Phase, ConstantLoadsNeverOscillate)
 {
 	const json pt = paper();

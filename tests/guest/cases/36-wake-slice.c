@@ -8,10 +8,10 @@
  * quarter of the CPU, less than its third): W gets more than 2 slices of
  * CPU in all, and at most WAKER_LONG_WAITS (4) of its iterations wait
  * half a slice or more to run (its time less its sleep and its CPU time;
- * over it, measured once more). Its bursts never add up to a slice that sends it behind the
- * spinners at a tick (every burst sees one): that was a wait of a
- * spinner's slice or more at each slice's worth of bursts, 6 to 8 times in
- * 4 s (the longest 156 to 189 ms). A stall of the host's vCPU during a
+ * over it, measured once more). Its bursts never add up to a slice that
+ * sends it behind the spinners at a tick (every burst sees one): that was
+ * a wait of a spinner's slice or more at each slice's worth of bursts, 6
+ * to 8 times in 4 s (the longest 156 to 189 ms). A stall of the host's vCPU during a
  * burst counts as W's CPU time (the guest's clock runs on), which can send
  * it behind a spinner once: on
  * 2 vCPUs of a busy host, 14 measurements of the case alone (the class as
