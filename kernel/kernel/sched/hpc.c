@@ -588,25 +588,41 @@ static bool hpc_woken_waiting(struct task_struct *p)
 	return p->se.sum_exec_runtime == p->hpc.wake_exec;
 }
 
+/* The most queued tasks the tick looks at for a woken one. */
+#define HPC_TICK_SCAN	4
+
 /*
- * At the tick of @curr: the first task that waits in the queue (@curr stays
- * in it while it runs) woke up, has not run since, and is ahead enough by
- * now. It may not have been ahead enough at its wake-up, or a task queued
+ * At the tick of @curr: a task that waits in the queue (@curr stays in it
+ * while it runs) woke up, has not run since, and is ahead enough by now.
+ * It may not have been ahead enough at its wake-up, or a task queued
  * before it (another woken one, or one placed at the least a move allows)
- * was picked first: either way it waits no longer than that margin.
+ * was picked first: either way it waits no longer than that margin. A busy
+ * task queued before it does not hold it back: round-robin lets @curr run
+ * past a task that waits to run, and a woken task behind that one would
+ * then wait for the rest of @curr's slice. Then the CPU runs the least of
+ * them, which the woken task preempts in its turn.
  */
 static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
 			     const struct hpc_conf *c)
 {
-	struct sched_hpc_entity *next = hpc_queue_first(rq);
+	struct sched_hpc_entity *hse = hpc_queue_first(rq);
+	u64 ran = hpc_ran(rq, curr), slice = hpc_timeslice_ns(c);
+	int n;
 
 	if (c->queue != HPC_QUEUE_RR)
 		return false;
-	if (next == &curr->hpc)
-		next = hpc_queue_next(next);
-	return next && hpc_woken_waiting(hpc_task_of(next)) &&
-	       hpc_wake_preempts(next->vtime, curr->hpc.vtime,
-				 hpc_ran(rq, curr), hpc_timeslice_ns(c), false);
+	for (n = 0; hse && n < HPC_TICK_SCAN; hse = hpc_queue_next(hse)) {
+		if (hse == &curr->hpc)
+			continue;
+		/* Queued by virtual time: the ones after are not ahead either. */
+		if (!hpc_wake_preempts(hse->vtime, curr->hpc.vtime, ran, slice,
+				       false))
+			return false;
+		if (hpc_woken_waiting(hpc_task_of(hse)))
+			return true;
+		n++;
+	}
+	return false;
 }
 
 static struct task_struct *pick_task_hpc(struct rq *rq)
