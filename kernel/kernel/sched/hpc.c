@@ -516,6 +516,8 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	hpc_queue_del(rq, hse);
 	hse->on_rq = 0;
+	if (rq->hpc.resume == p)
+		rq->hpc.resume = NULL;
 	rq->hpc.nr_queued--;
 	hpc_update_overload(rq);
 	if (hse->throttled) {
@@ -548,6 +550,8 @@ static void requeue_task_hpc(struct rq *rq, struct task_struct *p)
 	if (hpc_vtime_before(vtime, p->hpc.vtime))
 		vtime = p->hpc.vtime;
 	hpc_queue_move(rq, &p->hpc, vtime);
+	if (task_current(rq, p))
+		rq->hpc.requeued = 1;
 }
 
 static void yield_task_hpc(struct rq *rq)
@@ -625,10 +629,21 @@ static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
 	return false;
 }
 
+/*
+ * The task that another class took the CPU from (a real-time task or an
+ * interrupt thread that woke, the deadline server, the backend's
+ * throttle) runs again first, as a preempted SCHED_RR task stays at the
+ * head of its queue: its place in the class does not depend on when the
+ * other class came. A task that woke up, ran part of its burst and was
+ * preempted there would else go behind a busy task whose virtual time its
+ * burst passed, and wait for that task's whole slice.
+ */
 static struct task_struct *pick_task_hpc(struct rq *rq)
 {
 	if (!sched_hpc_runnable(rq))
 		return NULL;
+	if (rq->hpc.resume)
+		return rq->hpc.resume;
 	return hpc_task_of(hpc_queue_first(rq));
 }
 
@@ -637,6 +652,10 @@ static void put_prev_task_hpc(struct rq *rq, struct task_struct *p,
 {
 	update_curr_hpc(rq);
 	update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 1);
+	/* Not after the end of its slice or a yield: it went behind. */
+	rq->hpc.resume = p->hpc.on_rq && !rq->hpc.requeued && next &&
+			 next->sched_class != &hpc_sched_class ? p : NULL;
+	rq->hpc.requeued = 0;
 }
 
 static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
@@ -648,6 +667,8 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 	if (!hse->time_slice)
 		hse->time_slice = hpc_timeslice_ns(c);
 	rq->hpc.pick_exec = p->se.sum_exec_runtime;
+	rq->hpc.resume = NULL;
+	rq->hpc.requeued = 0;
 
 	/* A new priority takes effect when the task (re)starts computing. */
 	hse->applied_prio = hpc_mech_prio(p, c);
@@ -1068,6 +1089,8 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 
 	update_curr_hpc(rq);
 	update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 1);
+	/* It kept the CPU after it went behind (nothing else to run). */
+	rq->hpc.requeued = 0;
 	/* No fair task may run here to ask for the CPU's frequency. */
 	cpufreq_update_util(rq, 0);
 	hpc_account_tick(rq, p, now);
@@ -1182,6 +1205,8 @@ void __init init_hpc_rq(struct rq *rq, int cpu)
 
 	rq->hpc.queue = RB_ROOT_CACHED;
 	rq->hpc.vtime = 0;
+	rq->hpc.resume = NULL;
+	rq->hpc.requeued = 0;
 	rq->hpc.nr_queued = 0;
 	rq->hpc.throttled = 0;
 	hpc_backend->init_rq(rq, cpu);
