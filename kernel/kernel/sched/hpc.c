@@ -668,7 +668,6 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 		hse->time_slice = hpc_timeslice_ns(c);
 	rq->hpc.pick_exec = p->se.sum_exec_runtime;
 	rq->hpc.resume = NULL;
-	rq->hpc.requeued = 0;
 
 	/* A new priority takes effect when the task (re)starts computing. */
 	hse->applied_prio = hpc_mech_prio(p, c);
