@@ -71,15 +71,37 @@ HPC_API u32 hpc_smt_share_speed(u32 share);
 HPC_API u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
 
 /*
+ * What the sibling context of an emulated core holds, as its emulation sees
+ * it (macros, not an enum: scx_hpc includes this file after the patched
+ * kernel's vmlinux.h, which would hold the enum too).
+ */
+#define HPC_SMT_SIB_NONE	0U	/* no task: single-thread mode for the other */
+#define HPC_SMT_SIB_WAITS	1U	/* a task in a wait (asleep between iterations) */
+#define HPC_SMT_SIB_BUSY	2U	/* a task that computes */
+
+/*
  * The emulation by CPU bandwidth (the kernel's x86-smt-emul backend,
  * scx_hpc, hpcd): the share of each period, in permille, that a context
- * whose task computes at priority @own may run while the task of its
- * sibling context computes at @sib (@both_busy), and the whole period
- * otherwise: a context beside an idle one runs in single-thread mode.
+ * whose task computes at priority @own may run beside a sibling context at
+ * @sib that holds @what: the model's speed beside a busy or a waiting
+ * sibling, the whole period beside none (single-thread mode).
+ */
+static inline u32 hpc_smt_emul_share_of(u32 own, u32 sib, u32 what)
+{
+	if (what == HPC_SMT_SIB_NONE)
+		return HPC_SMT_SCALE;
+	return hpc_smt_speed(own, sib, what == HPC_SMT_SIB_BUSY);
+}
+
+/*
+ * The same for an emulation that sees only whether the sibling CPU has
+ * work (the kernel's backend, scx_hpc): an idle sibling CPU counts as no
+ * task, since a task's wait there cannot be told from no task at all.
  */
 static inline u32 hpc_smt_emul_share(u32 own, u32 sib, bool both_busy)
 {
-	return both_busy ? hpc_smt_speed(own, sib, true) : HPC_SMT_SCALE;
+	return hpc_smt_emul_share_of(own, sib, both_busy ? HPC_SMT_SIB_BUSY :
+							   HPC_SMT_SIB_NONE);
 }
 
 /* The budget of a period of @period_ns at @share permille. */

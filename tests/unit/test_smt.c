@@ -638,17 +638,38 @@ static void thread_sibling_rule(void **state)
 }
 
 /*
- * The emulation's share of a period: the model's speed beside a busy
- * sibling, the whole period otherwise; the budget and what carries over.
+ * The emulation's share of a period: the model's speed beside a busy or a
+ * waiting sibling, the whole period beside none; an emulation that sees
+ * only busy or idle counts idle as none. The budget and what carries over.
  */
 static void emul_share_budget_carry(void **state)
 {
 	const u64 per = MS(10);
+	u32 own, sib;
 
 	assert_int_equal(hpc_smt_emul_share(4, 4, true), hpc_smt_speed(4, 4, true));
 	assert_int_equal(hpc_smt_emul_share(6, 4, true), hpc_smt_speed(6, 4, true));
 	assert_int_equal(hpc_smt_emul_share(4, 6, false), HPC_SMT_SCALE);
 	assert_true(hpc_smt_emul_share(4, 6, true) < hpc_smt_emul_share(6, 4, true));
+
+	/* the fitted waiting sibling: 708 permille alone, 292 at (own, 4) */
+	assert_int_equal(hpc_smt_emul_share_of(4, 4, HPC_SMT_SIB_WAITS),
+			 (708 * 1000 + 292 * 600) / 1000);
+	for (own = HPC_SMT_EMUL_PRIO_MIN; own <= HPC_SMT_EMUL_PRIO_MAX; own++) {
+		for (sib = HPC_SMT_EMUL_PRIO_MIN; sib <= HPC_SMT_EMUL_PRIO_MAX; sib++) {
+			u32 waits = hpc_smt_emul_share_of(own, sib, HPC_SMT_SIB_WAITS);
+
+			assert_int_equal(hpc_smt_emul_share_of(own, sib, HPC_SMT_SIB_BUSY),
+					 hpc_smt_emul_share(own, sib, true));
+			assert_int_equal(hpc_smt_emul_share_of(own, sib, HPC_SMT_SIB_NONE),
+					 HPC_SMT_SCALE);
+			/* a waiting sibling's priority does not count */
+			assert_int_equal(waits, hpc_smt_speed(own, HPC_SMT_PRIO_NORMAL, false));
+			assert_true(waits < HPC_SMT_SCALE);
+			if (own <= sib)
+				assert_true(waits > hpc_smt_emul_share(own, sib, true));
+		}
+	}
 
 	assert_int_equal(hpc_smt_budget(per, 600), MS(6));
 	assert_int_equal(hpc_smt_budget(per, HPC_SMT_SCALE), per);
