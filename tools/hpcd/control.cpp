@@ -85,11 +85,12 @@ SetErr apply_settings(Settings &s, const std::vector<std::string> &kv, std::stri
 			}
 			next.balance = val == "on";
 		} else if (key == "waits") {
-			if (val != "sleep" && val != "poll") {
-				msg = "waits: '" + val + "' is not sleep or poll";
+			auto w = parse_waits(val);
+			if (!w) {
+				msg = "waits: '" + val + "' is not poll, model or sleep";
 				return SetErr::BadValue;
 			}
-			next.waits = val == "poll" ? Waits::Poll : Waits::Sleep;
+			next.waits = *w;
 		} else if (key == "window") {
 			if (!hpc::parse_u32(val, v) || v < 1 || v > 1000) {
 				msg = "window: '" + val + "' is not a whole number in 1..1000";
@@ -148,7 +149,7 @@ nlohmann::ordered_json knob_values(Engine &e)
 	v["smt_pairs"] = pairs;
 	v["mode"] = mode_name(e.s.mode);
 	v["balance"] = e.s.balance ? "on" : "off";
-	v["waits"] = e.s.waits == Waits::Poll ? "poll" : "sleep";
+	v["waits"] = waits_name(e.s.waits);
 	v["window"] = std::to_string(e.s.window);
 	v["hold_ms"] = std::to_string(e.s.hold_ms);
 	v["ignore_ranks"] = e.s.ignore_ranks.empty() ? "none" : format_cpulist(e.s.ignore_ranks);

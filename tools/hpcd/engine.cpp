@@ -14,6 +14,23 @@ const char *mode_name(Mode m)
 	return m == Mode::SmtEmul ? "smt-emul" : "weight";
 }
 
+const char *waits_name(Waits w)
+{
+	switch (w) {
+	case Waits::Poll: return "poll";
+	case Waits::Model: return "model";
+	default: return "sleep";
+	}
+}
+
+std::optional<Waits> parse_waits(const std::string &name)
+{
+	for (Waits w : {Waits::Poll, Waits::Model, Waits::Sleep})
+		if (name == waits_name(w))
+			return w;
+	return std::nullopt;
+}
+
 std::optional<Mode> parse_mode(const std::string &name)
 {
 	if (name == "weight")

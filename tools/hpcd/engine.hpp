@@ -38,15 +38,24 @@ const char *mode_name(Mode m);
 // "weight", "smt-emul", or "quota" (the emulation's former name).
 std::optional<Mode> parse_mode(const std::string &name);
 
-// How a waiting context behaves on the emulated SMT core (quota mode). Sleep:
-// it leaves the core to its sibling, which runs in single-thread mode. Poll:
-// it keeps issuing instructions, as MPI's polling waits do on real SMT
-// hardware, so its sibling stays at the two-context speed of the model. With
-// Poll the ranks may really sleep (libhpcmon's HPCMON_BLOCKING_WAIT=1): the
-// emulated machine still polls, but the host's CPU is not spent on it and a
-// waiting rank is never held back by its own quota, so it sees a message as
-// soon as it comes, as a low-priority polling context does.
-enum class Waits { Sleep, Poll };
+// What the context of a rank that sleeps in a wait does on the emulated SMT
+// core (smt-emul mode); the ranks may sleep in their waits (libhpcmon's
+// HPCMON_BLOCKING_WAIT=1), so that a waiting rank is never held back by its
+// own quota and sees a message as soon as it comes. Poll: it keeps issuing
+// instructions at its priority, as MPI's polling waits do, so its sibling
+// keeps the two-context speed of the model: every quota stays as it is
+// while the ranks wait. Model: the SMT model's waiting context,
+// hpc_smt_speed(own, sib, false), as fitted to the paper's tables: it
+// releases the core part of the time and competes at normal priority for
+// the rest; the sibling's quota changes at every wait, and CFS gives a
+// cgroup a whole new quota at every change, so the emulated core runs faster
+// than the model (tools/hpcd/README.md, "Waits"). Sleep: it idles,
+// single-thread mode for its sibling, as the kernel's backend and scx_hpc
+// emulate it (they cannot tell a task's wait from no task).
+enum class Waits { Poll, Model, Sleep };
+const char *waits_name(Waits w);
+// "poll", "model" or "sleep".
+std::optional<Waits> parse_waits(const std::string &name);
 
 // The priorities the quota emulation can represent, as every emulation.
 constexpr hpc_prio_range kBackendRange{HPC_SMT_EMUL_PRIO_MIN, HPC_SMT_EMUL_PRIO_MAX};
@@ -78,14 +87,14 @@ struct Quota {
 	bool operator==(const Quota &) const = default;
 };
 
-// Mechanism A for one context: its speed while both contexts compute is
-// hpc_smt_speed(own, sib, busy) permille of a CPU; alone or beside a sibling
-// that is not busy (asleep, and Waits::Sleep) it runs unthrottled. `dilation` > 1 when several
+// Mechanism A for one context: hpc_smt_emul_share_of(own, sib, what) permille of a CPU, what the
+// sibling context holds (a task that computes, a task that waits, none); alone it runs
+// unthrottled. `dilation` > 1 when several
 // contexts share a CPU: every context then runs 1/dilation as fast (period x dilation, same quota;
 // past CFS's longest period, kMaxPeriodUs, the same share of that), so ratios between contexts
 // stay those of the model.
-Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
-		uint32_t period_us, unsigned dilation);
+Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, uint32_t what, uint32_t period_us,
+		unsigned dilation);
 
 // Weight mode on real SMT threads: the lighter of two sibling threads (by the
 // core's priorities) runs hpc_smt_real_duty() of every period while its
@@ -192,6 +201,7 @@ public:
 	// Contexts per CPU (quota mode), >= 1.
 	unsigned dilation() const;
 	uint32_t applied_prio(const Task &t) const;
+	uint32_t sibling_holds(const Task *sib) const; // HPC_SMT_SIB_*
 
 	// Policy core events (hooks.cpp). wakeup/record return true if an
 	// iteration closed.

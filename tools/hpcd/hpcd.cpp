@@ -566,7 +566,7 @@ json Daemon::status()
 		    {"instance", cg_.instance_dir()},
 		    {"mode", mode_name(e.s.mode)},
 		    {"balance", e.s.balance},
-		    {"waits", e.s.waits == Waits::Poll ? "poll" : "sleep"},
+		    {"waits", waits_name(e.s.waits)},
 		    {"heuristic", hpc::format_param(e.s.params, HPC_P_HEURISTIC)},
 		    {"emul_period_us", e.s.period_us},
 		    {"sample_ms", o_.sample_ms},

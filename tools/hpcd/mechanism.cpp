@@ -237,10 +237,20 @@ void Engine::plan()
 			continue;
 		}
 		Task *sib = at_ctx(ctxs, sibling_ctx(t.ctx));
-		t.quota = smt_quota(applied_prio(t), sib ? applied_prio(*sib) : 0, sib != nullptr,
-				    sib && (sib->live_runnable || s.waits == Waits::Poll),
-				    s.period_us, dil);
+		t.quota = smt_quota(applied_prio(t), sib ? applied_prio(*sib) : 0,
+				    sibling_holds(sib), s.period_us, dil);
 	}
+}
+
+// What the sibling context `sib` (nullptr: none) holds, as Waits says a
+// sleeping task's context does.
+uint32_t Engine::sibling_holds(const Task *sib) const
+{
+	if (!sib)
+		return HPC_SMT_SIB_NONE;
+	if (sib->live_runnable || s.waits == Waits::Poll)
+		return HPC_SMT_SIB_BUSY;
+	return s.waits == Waits::Model ? HPC_SMT_SIB_WAITS : HPC_SMT_SIB_NONE;
 }
 
 // The priority to apply: a fixed one (hpc_task_next_prio(), called by plan()
@@ -265,13 +275,13 @@ static int64_t share_of(uint32_t period_us, uint32_t permille)
 	return std::max(quota, kMinQuotaUs);
 }
 
-Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, bool has_sib, bool sib_busy,
-		uint32_t period_us, unsigned dilation)
+Quota smt_quota(uint32_t own_prio, uint32_t sib_prio, uint32_t what, uint32_t period_us,
+		unsigned dilation)
 {
 	dilation = std::max(1u, dilation);
 	Quota q;
 	const uint64_t period = static_cast<uint64_t>(period_us) * dilation;
-	const uint32_t speed = hpc_smt_emul_share(own_prio, sib_prio, has_sib && sib_busy);
+	const uint32_t speed = hpc_smt_emul_share_of(own_prio, sib_prio, what);
 	if (speed >= HPC_SMT_SCALE && dilation == 1) {
 		q.period_us = period_us;
 		q.quota_us = -1;
@@ -372,11 +382,17 @@ void Engine::place()
 		place_weight(a);
 		return;
 	}
-	size_t ncpu = std::max<size_t>(1, cpus.size());
+	// Consecutive contexts share a CPU, m = dilation() of them: the two
+	// contexts of a core together where m is even. Their shares add up to
+	// at most 1408 permille of the 2000 of their CPU's period ((5,4) both
+	// busy). Context i on cpus[i % n] put every heavy rank of a job on one
+	// CPU at up to 961 each, 96 % of it: nothing left for the job's own
+	// progress or for hpcd (tools/hpcd/README.md, "Fewer CPUs").
+	const unsigned m = dilation();
 	for (auto &[pid, t] : tasks)
 		t.cpu = -1;
 	for (size_t i = 0; i < a.size(); i++)
-		a[i]->cpu = cpus.empty() ? -1 : cpus[i % ncpu];
+		a[i]->cpu = cpus.empty() ? -1 : cpus[std::min(i / m, cpus.size() - 1)];
 }
 
 // A task's window of work, sorted.

@@ -33,10 +33,13 @@
 #        EMUL_WAITS: how the emulated cores' ranks wait (tools/hpcd/README.md,
 #        "Waits"): poll (default: the ranks sleep in their waits, libhpcmon's
 #        HPCMON_BLOCKING_WAIT=1, and hpcd counts a waiting context as
-#        polling, hpcd waits=poll: the paper's machine, where MPI polls),
-#        sleep (they sleep and their contexts idle: single-thread mode for
-#        the sibling, where the model sees nothing to gain) or spin (MPI's
-#        own polling waits for real, HPCMON_BLOCKING_WAIT=0) or auto
+#        polling, hpcd waits=poll: MPI's polling waits, every quota constant
+#        while the ranks wait), model (they sleep and hpcd gives a waiting
+#        context the SMT model's share, hpcd waits=model: the machine fitted
+#        to the paper's tables, a quota change at every wait), sleep (they
+#        sleep and their contexts idle: single-thread mode for the sibling,
+#        as the kernel's backend emulates it) or spin (MPI's own polling
+#        waits for real, HPCMON_BLOCKING_WAIT=0) or auto
 #        (libhpcmon's default, HPCMON_BLOCKING_WAIT=auto: sleeping waits
 #        where the ranks outnumber the CPUs, MPI's own otherwise; what a user
 #        gets, and what the "plain" way, without the monitor, does not)
@@ -94,10 +97,11 @@ export HPCD_CONTROL=$work/ctl HPCD_SOCKET=$work/mon HPCMON_QUIET=1
 emul_waits=${EMUL_WAITS:-poll}
 case $emul_waits in
 poll) HPCMON_BLOCKING_WAIT=1 hpcd_waits=poll ;;
+model) HPCMON_BLOCKING_WAIT=1 hpcd_waits=model ;;
 sleep) HPCMON_BLOCKING_WAIT=1 hpcd_waits=sleep ;;
 spin) HPCMON_BLOCKING_WAIT=0 hpcd_waits=poll ;;
 auto) HPCMON_BLOCKING_WAIT=auto hpcd_waits=sleep ;;
-*) echo "metbench-3ways: EMUL_WAITS must be poll, sleep, spin or auto, not '$emul_waits'" >&2; exit 2 ;;
+*) echo "metbench-3ways: EMUL_WAITS must be poll, model, sleep, spin or auto, not '$emul_waits'" >&2; exit 2 ;;
 esac
 export HPCMON_BLOCKING_WAIT
 root=$([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root || true)
@@ -164,6 +168,7 @@ gw=()
 
 case $emul_waits in
 poll) echo "waits: poll (the ranks sleep in their waits; hpcd counts a waiting context as polling, as MPI's waits do)" ;;
+model) echo "waits: model (the ranks sleep in their waits; hpcd gives a waiting context the SMT model's share: it releases the core part of the time)" ;;
 sleep) echo "waits: sleep (the ranks sleep in their waits and their contexts idle: the sibling runs alone)" ;;
 spin) echo "waits: spin (MPI's own polling waits; a rank out of quota holds up the collective until its next period)" ;;
 auto) echo "waits: auto (libhpcmon's default: the ranks sleep in their waits where they outnumber the CPUs, else MPI's own waits)" ;;

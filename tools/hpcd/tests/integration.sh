@@ -132,7 +132,8 @@ check "hpcctl get nosuchkey: exit 2" test $rc -eq 2
 check "hpcctl prio PID 9 (outside 1..6): exit 2" test $rc -eq 2
 check "hpcctl top --once prints a table" bash -c "'$hpcctl' top --once | grep -q '^ *$a '"
 # waits: a stopped (not runnable) light context leaves the core to the heavy
-# one with waits=sleep, and counts as polling with waits=poll.
+# one with waits=sleep, counts as polling with waits=poll, and is the SMT
+# model's waiting context with waits=model.
 unlimited() { case $(quota_of $1) in "-1 "* | "max "*) return 0 ;; esac; return 1; }
 kill -STOP $a
 if wait_for 3 "unlimited $b"; then
@@ -148,6 +149,13 @@ else
 fi
 "$hpcctl" set waits=spin >"$work/o" 2>&1; rc=$?
 check "hpcctl set waits=spin: exit 2, nothing changed" test $rc -eq 2 -a "$("$hpcctl" get waits)" = poll
+check "hpcctl set waits=model" "$hpcctl" set waits=model
+# (6, waiting): 708 permille alone + 292 of (6,4)'s 961 = 988.
+if wait_for 3 'test "$(quota_of $b)" = "9880 10000"'; then
+	ok "waits=model: beside the model's waiting sibling the heavy context gets 988 permille ($(quota_of $b))"
+else
+	nok "waits=model: heavy context not at the model's waiting-sibling quota" "$(quota_of $b) (want 9880 10000)"
+fi
 check "hpcctl set waits=sleep" "$hpcctl" set waits=sleep
 kill -CONT $a
 kill -TERM $d; wait $d 2>/dev/null

@@ -155,15 +155,20 @@ TEST(Control, WaitsKnob)
 	auto r = call(e, h, R"({"cmd":"get","key":"waits"})");
 	ASSERT_TRUE(r["ok"]) << r.dump();
 	EXPECT_EQ(r["values"]["waits"], "sleep");
-	r = call(e, h, R"({"cmd":"set","settings":["waits=poll"]})");
-	ASSERT_TRUE(r["ok"]) << r.dump();
-	EXPECT_EQ(e.s.waits, Waits::Poll);
-	EXPECT_EQ(r["values"]["waits"], "poll");
+	for (auto [val, want] :
+	     {std::pair{"poll", Waits::Poll}, std::pair{"model", Waits::Model},
+	      std::pair{"sleep", Waits::Sleep}, std::pair{"poll", Waits::Poll}}) {
+		r = call(e, h, std::string(R"({"cmd":"set","settings":["waits=)") + val + R"("]})");
+		ASSERT_TRUE(r["ok"]) << r.dump();
+		EXPECT_EQ(e.s.waits, want) << val;
+		EXPECT_EQ(r["values"]["waits"], val);
+	}
 	// A bad value changes nothing, also in the same request.
-	r = call(e, h, R"({"cmd":"set","settings":["waits=sleep","waits=spin"]})");
+	r = call(e, h, R"({"cmd":"set","settings":["waits=model","waits=spin"]})");
 	EXPECT_FALSE(r["ok"]);
 	EXPECT_EQ(r["kind"], "bad_value");
-	EXPECT_NE(r["error"].get<std::string>().find("not sleep or poll"), std::string::npos);
+	EXPECT_NE(r["error"].get<std::string>().find("not poll, model or sleep"),
+		  std::string::npos);
 	EXPECT_EQ(e.s.waits, Waits::Poll);
 }
 

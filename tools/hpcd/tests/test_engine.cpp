@@ -16,24 +16,34 @@ TEST(SmtQuota, BothBusyFollowsTheModel)
 	// (4,6): the table of sched-hpc-policy.rst gives 174 and 961 permille.
 	ASSERT_EQ(hpc_smt_speed(4, 6, true), 174u);
 	ASSERT_EQ(hpc_smt_speed(6, 4, true), 961u);
-	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 1), (Quota{1740, 10000}));
-	EXPECT_EQ(smt_quota(6, 4, true, true, 10000, 1), (Quota{9610, 10000}));
-	EXPECT_EQ(smt_quota(4, 4, true, true, 10000, 1), (Quota{6000, 10000}));
+	EXPECT_EQ(smt_quota(4, 6, HPC_SMT_SIB_BUSY, 10000, 1), (Quota{1740, 10000}));
+	EXPECT_EQ(smt_quota(6, 4, HPC_SMT_SIB_BUSY, 10000, 1), (Quota{9610, 10000}));
+	EXPECT_EQ(smt_quota(4, 4, HPC_SMT_SIB_BUSY, 10000, 1), (Quota{6000, 10000}));
 	for (uint32_t a = 1; a <= 6; a++)
 		for (uint32_t b = 1; b <= 6; b++) {
-			auto q = smt_quota(a, b, true, true, 100000, 1);
+			auto q = smt_quota(a, b, HPC_SMT_SIB_BUSY, 100000, 1);
 			int64_t want = std::max<int64_t>(1000, 100 * hpc_smt_speed(a, b, true));
 			EXPECT_EQ(q.quota_us, want) << a << "," << b;
 		}
 }
 
-TEST(SmtQuota, UnthrottledWhenAloneOrSiblingWaits)
+TEST(SmtQuota, UnthrottledWhenAlone)
 {
-	EXPECT_EQ(smt_quota(4, 6, true, false, 10000, 1).quota_us, -1);
-	EXPECT_EQ(smt_quota(4, 0, false, false, 10000, 1).quota_us, -1);
+	EXPECT_EQ(smt_quota(4, 6, HPC_SMT_SIB_NONE, 10000, 1).quota_us, -1);
+	EXPECT_EQ(smt_quota(4, 0, HPC_SMT_SIB_NONE, 10000, 1).quota_us, -1);
 }
 
-TEST(Engine, PollingWaitsKeepASleepingSiblingBusy)
+TEST(SmtQuota, WaitingSiblingFollowsTheModel)
+{
+	// (4, waiting): 708 permille alone + 292 at (4,4)'s 600 = 883; the
+	// waiting sibling's own priority does not count.
+	EXPECT_EQ(smt_quota(4, 4, HPC_SMT_SIB_WAITS, 10000, 1), (Quota{8830, 10000}));
+	EXPECT_EQ(smt_quota(4, 6, HPC_SMT_SIB_WAITS, 10000, 1), (Quota{8830, 10000}));
+	EXPECT_EQ(smt_quota(6, 4, HPC_SMT_SIB_WAITS, 10000, 2),
+		  (Quota{static_cast<int64_t>(10 * hpc_smt_speed(6, 4, false)), 20000}));
+}
+
+TEST(Engine, WaitsSayWhatASleepingSiblingDoes)
 {
 	Engine e;
 	e.s.mode = Mode::SmtEmul;
@@ -41,42 +51,50 @@ TEST(Engine, PollingWaitsKeepASleepingSiblingBusy)
 	e.add(10, "light", "d", -1, 0);
 	e.add(20, "heavy", "d", -1, 0);
 	e.live(10, false); // the light context waits, asleep
+	ASSERT_EQ(e.s.waits, Waits::Sleep);
 	e.plan();
-	EXPECT_EQ(e.find(20)->quota.quota_us, -1); // single-thread mode
-	EXPECT_EQ(e.find(10)->quota.quota_us, 6000);
-	e.s.waits = Waits::Poll; // the emulated context polls while it waits
+	EXPECT_EQ(e.find(20)->quota.quota_us, -1);   // single-thread mode
+	EXPECT_EQ(e.find(10)->quota.quota_us, 6000); // beside a busy one: (4,4)
+	e.s.waits = Waits::Poll;                     // the emulated context polls while it waits
 	e.plan();
 	EXPECT_EQ(e.find(20)->quota.quota_us, 6000); // (4,4): 600 permille
 	EXPECT_EQ(e.find(10)->quota.quota_us, 6000);
-	e.remove(10); // no sibling at all: alone on the core, whatever the waits
+	e.s.waits = Waits::Model; // the model's waiting context
 	e.plan();
-	EXPECT_EQ(e.find(20)->quota.quota_us, -1);
+	EXPECT_EQ(e.find(20)->quota.quota_us, 8830);
+	EXPECT_EQ(e.find(10)->quota.quota_us, 6000);
+	e.remove(10); // no sibling at all: alone on the core, whatever the waits
+	for (Waits w : {Waits::Poll, Waits::Model, Waits::Sleep}) {
+		e.s.waits = w;
+		e.plan();
+		EXPECT_EQ(e.find(20)->quota.quota_us, -1) << waits_name(w);
+	}
 }
 
 TEST(SmtQuota, DilationPastTheLongestPeriod)
 {
 	// 128 contexts per CPU of 10 ms: 1.28 s, past CFS's 1 s. The same
 	// share of 1 s: 600 permille / 128 (CFS refuses 1.28 s: EINVAL).
-	EXPECT_EQ(smt_quota(4, 4, true, true, 10000, 128), (Quota{4687, 1000000}));
-	EXPECT_EQ(smt_quota(4, 4, true, true, 10000, 100), (Quota{6000, 1000000}));
+	EXPECT_EQ(smt_quota(4, 4, HPC_SMT_SIB_BUSY, 10000, 128), (Quota{4687, 1000000}));
+	EXPECT_EQ(smt_quota(4, 4, HPC_SMT_SIB_BUSY, 10000, 100), (Quota{6000, 1000000}));
 	// Alone on the core: 1/128 of a CPU; never below CFS's 1 ms quota.
-	EXPECT_EQ(smt_quota(4, 0, false, false, 10000, 128), (Quota{7812, 1000000}));
-	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 1000), (Quota{1000, 1000000}));
+	EXPECT_EQ(smt_quota(4, 0, HPC_SMT_SIB_NONE, 10000, 128), (Quota{7812, 1000000}));
+	EXPECT_EQ(smt_quota(4, 6, HPC_SMT_SIB_BUSY, 10000, 1000), (Quota{1000, 1000000}));
 }
 
 TEST(SmtQuota, DilationKeepsRatios)
 {
 	// Two contexts per CPU: period doubles, quotas stay, alone = 1/2 CPU.
-	EXPECT_EQ(smt_quota(4, 6, true, true, 10000, 2), (Quota{1740, 20000}));
-	EXPECT_EQ(smt_quota(6, 4, true, true, 10000, 2), (Quota{9610, 20000}));
-	EXPECT_EQ(smt_quota(6, 4, true, false, 10000, 2), (Quota{10000, 20000}));
+	EXPECT_EQ(smt_quota(4, 6, HPC_SMT_SIB_BUSY, 10000, 2), (Quota{1740, 20000}));
+	EXPECT_EQ(smt_quota(6, 4, HPC_SMT_SIB_BUSY, 10000, 2), (Quota{9610, 20000}));
+	EXPECT_EQ(smt_quota(6, 4, HPC_SMT_SIB_NONE, 10000, 2), (Quota{10000, 20000}));
 }
 
 TEST(SmtQuota, KernelMinimumQuota)
 {
 	// d = 5: 21 permille of 10 ms is below CFS's 1 ms minimum.
-	EXPECT_EQ(smt_quota(1, 6, true, true, 10000, 1).quota_us, 1000);
-	EXPECT_EQ(smt_quota(1, 6, true, true, 100000, 1).quota_us, 2100);
+	EXPECT_EQ(smt_quota(1, 6, HPC_SMT_SIB_BUSY, 10000, 1).quota_us, 1000);
+	EXPECT_EQ(smt_quota(1, 6, HPC_SMT_SIB_BUSY, 100000, 1).quota_us, 2100);
 }
 
 TEST(Engine, PairsInOrderAndPlacesOnCpus)
@@ -113,8 +131,10 @@ TEST(Engine, RanksOrderedByRankAndLaunchersSkipped)
 	EXPECT_EQ(e.find(12)->ctx, 2);
 	EXPECT_EQ(e.find(13)->ctx, 3);
 	EXPECT_EQ(e.find(5)->ctx, -1);
-	// 4 contexts on 2 CPUs: ctx i on cpus[i % 2], two per CPU.
-	EXPECT_EQ(e.find(12)->cpu, 0);
+	// 4 contexts on 2 CPUs: two per CPU, a core's two contexts together.
+	EXPECT_EQ(e.find(10)->cpu, 0);
+	EXPECT_EQ(e.find(11)->cpu, 0);
+	EXPECT_EQ(e.find(12)->cpu, 1);
 	EXPECT_EQ(e.find(13)->cpu, 1);
 	EXPECT_EQ(e.dilation(), 2u);
 	e.plan();
@@ -703,5 +723,5 @@ TEST(Engine, FixedPriorityHeldInTheBaseline)
 	EXPECT_EQ(e.applied_prio(*e.find(1)), 6u);
 	EXPECT_EQ(e.applied_prio(*e.find(2)), 4u);
 	EXPECT_EQ(e.find(1)->t.prio, 6u); // where its sibling sees it
-	EXPECT_EQ(e.find(1)->quota, smt_quota(6, 4, true, true, e.s.period_us, e.dilation()));
+	EXPECT_EQ(e.find(1)->quota, smt_quota(6, 4, HPC_SMT_SIB_BUSY, e.s.period_us, e.dilation()));
 }
