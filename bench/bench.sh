@@ -7,8 +7,9 @@
 #     BENCH_REPEAT rounds; medians, gains over the baseline, and those gains
 #     as % of what the simulator (hpcsim, the same workload) gains; MetBench
 #     with the emulated machine's waits polling (EMUL_WAITS=poll, as make run),
-#     sleeping (sleep: the model sees nothing to gain) and MPI's own polling
-#     for real (spin);
+#     the fitted SMT model's waiting context (model, beside the simulator's
+#     modelled waits), sleeping (sleep: the model sees nothing to gain) and
+#     MPI's own polling for real (spin);
 #  2. hpcd's CPU time per managed task (its /proc/self/stat when it exits);
 #  3. libhpcmon's wall time per MPI call against no monitor (hpcmon-overhead);
 #  4. weight mode on a balanced MetBench against no hpcd at all (hpcd's tree
@@ -36,7 +37,7 @@
 #        application's)  BENCH_REAL_ARGS (--steps 200 --work 2000 --noise 5:
 #        the balanced application's in 6.)
 #        BENCH_ONLY: run only these entries (space-separated: metbench
-#        metbenchvar metbench-sleep metbench-spin balanced balanced-app
+#        metbenchvar metbench-model metbench-sleep metbench-spin balanced balanced-app
 #        overhead real-balanced real-balanced-over real-imbalanced-yield
 #        real-imbalanced-poll); default all
 set -eu
@@ -53,7 +54,7 @@ app=$build/bench/balanced/balanced-f
 [ -x "$app" ] || app=$build/bench/balanced/balanced
 for e in $only; do
 	case $e in
-	metbench | metbenchvar | metbench-sleep | metbench-spin | balanced | balanced-app | overhead) ;;
+	metbench | metbenchvar | metbench-model | metbench-sleep | metbench-spin | balanced | balanced-app | overhead) ;;
 	real-balanced | real-balanced-over | real-imbalanced-yield | real-imbalanced-poll) ;;
 	*) echo "bench: BENCH_ONLY: unknown entry '$e'" >&2; exit 1 ;;
 	esac
@@ -96,6 +97,7 @@ for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
 	! want metbench || ways metbench "$r" LOADS="$loads" ITERATIONS="$iters"
 	! want metbenchvar || ways metbenchvar "$r" LOADS="$loads" ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
+	! want metbench-model || ways metbench-model "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=model
 	! want metbench-sleep || ways metbench-sleep "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=sleep
 	! want metbench-spin || ways metbench-spin "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=spin
 	! want balanced || ways balanced "$r" WAYS="none weight" LOADS="$balanced" ITERATIONS="$iters" GROUP_WEIGHT=

@@ -5,15 +5,15 @@ usage: summary.py OUT_DIR --hpcsim BIN --rounds N --loads L --iterations I -k K
                   --balanced L --calls C --app-args=ARGS [--only "ENTRY ..."]
        summary.py --scx BENCH_TXT     (make bench-scx: scx_hpc beside scx_simple)
 
-OUT_DIR/{metbench,metbenchvar,metbench-sleep,metbench-spin,balanced,balanced-app}/<round>/
+OUT_DIR/{metbench,metbenchvar,metbench-model,metbench-sleep,metbench-spin,balanced,balanced-app}/<round>/
 hold what tools/hpcd/metbench-3ways.sh keeps per way (W.json, W.log);
 overhead-*.txt the output of hpcmon-overhead. The simulator runs the same
 workloads (loads in proportion, the same iterations and swaps) on the paper's
 machine model with the waits of the emulated machine: polling (EMUL_WAITS
-poll and spin), where the policy's gain is defined, or sleeping (EMUL_WAITS
-sleep), where the model gives a waiting context's sibling the whole core:
-there is nothing to gain, and the heuristics, which raise the rank that
-computes, lose.
+poll and spin: a waiting context computes at its priority), or the fitted
+model's waiting context (EMUL_WAITS model, and sleep, whose idle context
+gives its sibling the whole core, more than the fitted model's 883 permille
+at priority 4: the simulator has no idle context).
 
 Gains are medians of the per-round ratios way/baseline: the ways of one round
 run one after the other within seconds, so a drift of the machine's load
@@ -29,7 +29,7 @@ import sys
 
 WAYS = ("baseline", "uniform", "adaptive", "none", "weight", "plain")
 REAL = ("real-balanced", "real-balanced-over", "real-imbalanced-yield", "real-imbalanced-poll")
-BENCHES = ("metbench", "metbenchvar", "metbench-sleep", "metbench-spin", "balanced",
+BENCHES = ("metbench", "metbenchvar", "metbench-model", "metbench-sleep", "metbench-spin", "balanced",
            "balanced-app") + REAL
 # Against plain mpirun (make bench, 6.): the default mode must never be
 # slower; weight mode must win where ranks outnumber CPUs and poll.
@@ -323,6 +323,13 @@ def main():
         print(table("MetBenchVar (loads %s swapped every k = %d, %d iterations), waits poll" % (
             a.loads, a.k, 3 * a.k), var,
             simulate(a.hpcsim, a.out, "metbenchvar", loads, 3 * a.k, a.k)))
+        print()
+    if want("metbench-model"):
+        print(table(mb + ", waits model (the ranks sleep, hpcd gives their contexts the SMT "
+                    "model's waiting speed; its quotas change at every wait)",
+                    rounds(a.out, "metbench-model", a.rounds),
+                    simulate(a.hpcsim, a.out, "metbench", loads, a.iterations, wait="block"),
+                    "modelled"))
         print()
     if want("metbench-sleep"):
         print(table(mb + ", waits sleep (the ranks sleep, their contexts idle)",
