@@ -630,6 +630,25 @@ static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
 }
 
 /*
+ * A reschedule that the class did not ask for keeps @curr running, as
+ * SCHED_RR keeps its running task until its slice ends: a task of a lower
+ * class woke up and started the deadline server, a stopper ran and left, or
+ * @curr returns to user space with a stale request. The class switches at
+ * the end of a slice, at a yield and for a woken task that preempts
+ * (hpc_tick_preempt()). Else a task that woke up and ran part of its burst,
+ * past the virtual time of a busy task that waits, would go behind that
+ * task at any such reschedule and wait for its whole slice.
+ */
+static bool hpc_keeps_cpu(struct rq *rq, struct task_struct *curr)
+{
+	if (curr->sched_class != &hpc_sched_class || !curr->hpc.on_rq ||
+	    rq->hpc.requeued)
+		return false;
+	update_curr_hpc(rq);
+	return !hpc_tick_preempt(rq, curr, hpc_conf());
+}
+
+/*
  * The task that another class took the CPU from (a real-time task or an
  * interrupt thread that woke, the deadline server, the backend's
  * throttle) runs again first, as a preempted SCHED_RR task stays at the
@@ -640,11 +659,19 @@ static bool hpc_tick_preempt(struct rq *rq, struct task_struct *curr,
  */
 static struct task_struct *pick_task_hpc(struct rq *rq)
 {
+	struct task_struct *first;
+
 	if (!sched_hpc_runnable(rq))
 		return NULL;
 	if (rq->hpc.resume)
 		return rq->hpc.resume;
-	return hpc_task_of(hpc_queue_first(rq));
+	if (hpc_keeps_cpu(rq, rq->curr))
+		return rq->curr;
+	first = hpc_task_of(hpc_queue_first(rq));
+	/* It went behind, and nothing is before it: it keeps the CPU. */
+	if (first == rq->curr)
+		rq->hpc.requeued = 0;
+	return first;
 }
 
 static void put_prev_task_hpc(struct rq *rq, struct task_struct *p,
@@ -1088,8 +1115,6 @@ static void task_tick_hpc(struct rq *rq, struct task_struct *p, int queued)
 
 	update_curr_hpc(rq);
 	update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 1);
-	/* It kept the CPU after it went behind (nothing else to run). */
-	rq->hpc.requeued = 0;
 	/* No fair task may run here to ask for the CPU's frequency. */
 	cpufreq_update_util(rq, 0);
 	hpc_account_tick(rq, p, now);

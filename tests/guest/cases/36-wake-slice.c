@@ -10,10 +10,10 @@
  * credit, 3 ms, so that W often wakes up behind a spinner). W gets more
  * than 2 slices of CPU in all, and at most one of its iterations waits
  * half a slice or more to run (its time less its sleep and its CPU time)
- * while A and B computed. In whole suites its longest wait is 8 to 12 ms;
- * the case alone right after the boot has had single waits of 35 to 55
- * ms, and once 52 and 201 ms, A and B computing: a bug of the class not
- * found yet. Two bugs made it wait a slice, several times in 6 s:
+ * while A and B computed. Then once more with a fair task on CPU 0 woken
+ * 1.5 ms into each of W's bursts (CPU 0's fair server at 2 ms of every
+ * 50 ms, so that it runs and blocks again soon). Three bugs made W wait a
+ * slice, several times in 6 s:
  *
  * - its bursts added up to a slice that sent it behind the spinners at a
  *   tick (every burst sees one): a wake-up starts a new slice;
@@ -25,7 +25,14 @@
  *   the time, none in others); a model of the queue (bursts of 3.5 ms,
  *   sleeps of 10 ms +-20 %) waited 50 ms or more 7 to 12 times in 6 s,
  *   and never longer than 5.5 ms once the tick looks past busy tasks for
- *   a woken one.
+ *   a woken one;
+ * - a reschedule the class had not asked for, in the middle of W's burst
+ *   (a fair task that woke up started the deadline server; a stopper ran
+ *   and left), picked the spinner that waited, which W's burst had just
+ *   passed, for a whole new slice: right after the boot, where kernel
+ *   workers wake up on CPU 0, W waited 91 and 101 ms in 2 of 6 boots of
+ *   this case alone, and with the fair task woken in its bursts 52 to 151
+ *   ms 15 times in 6 s. The class keeps its running task then.
  *
  * The host's noise is told apart, and reported: a stall of the host's vCPU
  * while W sleeps or waits delays it with A and B not computing (their work
@@ -35,8 +42,10 @@
  * to twice W's CPU time beyond its bursts in its last 8 iterations (both
  * spinners catch up), and the margin, is fair.
  *
- * On PREEMPT_RT the bound is half a slice plus the fair server's runtime
- * (50 ms). There, interrupt handlers run in threads of the real-time class
+ * One long wait that neither explains is allowed (after the third fix, 6
+ * boots of the case alone and its run with the fair task had none over
+ * 9 ms). With the fair task, and on PREEMPT_RT, the bound is half a slice
+ * plus the fair server's runtime (2 and 50 ms). There, interrupt handlers run in threads of the real-time class
  * that preempt W in the middle of its burst: the class resumes W after
  * them (before that, W waited 83 and 99 ms in 6 s behind a busy spinner
  * picked in its place; one wait of 76 ms with A and B computing, in 6 s,
@@ -76,8 +85,13 @@ static void stop_spinners(void)
 #define WAKER_OWED_ITERS 8	/* W's iterations whose extra CPU it owes */
 #define WAKER_MARGIN_NS	10000000ULL	/* what a wait may add to a debt */
 #define WAKER_MAX_LONG	16
-#define WAKER_CLASS_WAITS 1	/* long waits the class may cause (see above) */
+#define WAKER_CLASS_WAITS 1	/* long waits the class may cause (see below) */
 #define FAIR_SERVER_RUNTIME "/sys/kernel/debug/sched/fair_server/cpu0/runtime"
+#define FAIR_SERVER_PERIOD "/sys/kernel/debug/sched/fair_server/cpu0/period"
+/* The provoked run: CPU 0's fair server, and when the fair task is woken. */
+#define PROVOKE_RUNTIME	"2000000"	/* 2 ms ... */
+#define PROVOKE_PERIOD	"50000000"	/* ... of every 50 ms */
+#define PROVOKE_AFTER_NS 1500000ULL	/* into W's burst */
 
 /* One of W's iterations that waited long, and what it owed. */
 struct long_wait {
@@ -98,6 +112,10 @@ struct waker {
 	struct long_wait lw[WAKER_MAX_LONG];	/* the first of them */
 	unsigned int over_ms[4];	/* waits of 5, 10, 20, 40 ms or more */
 	int err;		/* errno of a failed setup */
+	uint64_t burst_start;	/* when its burst began, 0 outside one */
+	int done;		/* W has ended */
+	unsigned int provoked;	/* bytes written to the fair task */
+	unsigned int fair_reads; /* and read by it */
 };
 
 static struct waker *W;
@@ -127,7 +145,9 @@ static void waker_loop(void)
 
 		c = thread_cpu_ns();
 		sleep_ns(WAKER_SLEEP_US * 1000ULL);
+		__atomic_store_n(&W->burst_start, now_ns(), __ATOMIC_RELAXED);
 		spin_cpu_us(WAKER_BURST_US);
+		__atomic_store_n(&W->burst_start, 0, __ATOMIC_RELAXED);
 		/* the iteration's time less its sleep and its CPU time */
 		iter = now_ns() - w0;
 		c = thread_cpu_ns() - c;
@@ -184,27 +204,118 @@ static unsigned int long_waits_class(double ns_per_unit)
 		    W->long_waits - WAKER_MAX_LONG : 0);
 }
 
-/* One run of W beside A and B, reported. */
-static void waker(void)
+static int provoke_fd[2] = { -1, -1 };
+
+/* The fair task on CPU 0: it reads a byte, and blocks for the next. */
+static void fair_reader(void)
+{
+	char c;
+
+	close(provoke_fd[1]);
+	if (pin_cpu(0, 0))
+		_exit(1);
+	while (read(provoke_fd[0], &c, 1) == 1)
+		__atomic_add_fetch(&W->fair_reads, 1, __ATOMIC_RELAXED);
+	_exit(0);
+}
+
+/* On CPU 1: wake the fair task once in each burst of W, 1.5 ms into it. */
+static void provoker(void)
+{
+	uint64_t last = 0, b;
+
+	close(provoke_fd[0]);
+	if (pin_cpu(0, 1))
+		_exit(1);
+	while (!__atomic_load_n(&W->done, __ATOMIC_RELAXED)) {
+		b = __atomic_load_n(&W->burst_start, __ATOMIC_RELAXED);
+		if (b && b != last && now_ns() - b >= PROVOKE_AFTER_NS) {
+			if (write(provoke_fd[1], "x", 1) == 1)
+				W->provoked++;
+			last = b;
+		}
+		sleep_ns(200000);
+	}
+	_exit(0);
+}
+
+static char fs_runtime[32], fs_period[32];
+static int fs_saved;
+
+/*
+ * CPU 0's fair server at 2 ms of every 50 ms, so that the fair task runs
+ * and blocks again soon; 0 if it could not be set.
+ */
+static int fair_server_short(void)
+{
+	if (read_file(FAIR_SERVER_RUNTIME, fs_runtime, sizeof(fs_runtime)) <= 0 ||
+	    read_file(FAIR_SERVER_PERIOD, fs_period, sizeof(fs_period)) <= 0)
+		return 0;
+	fs_runtime[strcspn(fs_runtime, "\n")] = 0;
+	fs_period[strcspn(fs_period, "\n")] = 0;
+	fs_saved = 1;
+	return write_file(FAIR_SERVER_RUNTIME, PROVOKE_RUNTIME) == 0 &&
+	       write_file(FAIR_SERVER_PERIOD, PROVOKE_PERIOD) == 0;
+}
+
+static int fair_server_restore(void)
+{
+	if (!fs_saved)
+		return 1;
+	fs_saved = 0;
+	return write_file(FAIR_SERVER_PERIOD, fs_period) == 0 &&
+	       write_file(FAIR_SERVER_RUNTIME, fs_runtime) == 0;
+}
+
+static void fair_server_hook(void)
+{
+	fair_server_restore();
+}
+
+/*
+ * One run of W beside A and B, reported. @provoke: a fair task on CPU 0 is
+ * woken once in each of W's bursts, where the fair server is off: its
+ * wake-up starts the server, which reschedules W, and the class must not
+ * take that for a switch (W, past the virtual time of the spinner that
+ * waits, would go behind it and wait its whole slice).
+ */
+static void waker(int provoke)
 {
 	uint64_t bound = WAKER_SLICE_NS / 2, units;
+	pid_t reader = -1, prov = -1;
 	long long spin_ns;
 	unsigned int n;
 	char val[32];
 	int r;
 
 	memset(W, 0, sizeof(*W));
-	if (kernel_preempt_rt()) {
-		if (!tap_check(read_file(FAIR_SERVER_RUNTIME, val, sizeof(val)) > 0,
-			       "unreadable", "PREEMPT_RT: the fair server's runtime (%s)",
-			       FAIR_SERVER_RUNTIME))
+	if (provoke) {
+		if (!tap_check(pipe(provoke_fd) == 0, strerror(errno), "a pipe to the fair task"))
 			return;
+		if (!tap_check(fair_server_short(), "not writable",
+			       "CPU 0's fair server at %s of every %s ns", PROVOKE_RUNTIME,
+			       PROVOKE_PERIOD))
+			goto out;
+	}
+	if (kernel_preempt_rt() || provoke) {
+		if (!tap_check(read_file(FAIR_SERVER_RUNTIME, val, sizeof(val)) > 0,
+			       "unreadable", "the fair server's runtime (%s)",
+			       FAIR_SERVER_RUNTIME))
+			goto out;
 		bound = WAKER_SLICE_NS / 2 + strtoull(val, NULL, 10);
 	}
 	W->bound_ns = bound;
 	if (!tap_ok(start_spinners(), "A and B spinning on CPU 0 beside W")) {
 		stop_spinners();
-		return;
+		goto out;
+	}
+	if (provoke) {
+		reader = fork_kid();
+		if (reader == 0)
+			fair_reader();
+		prov = fork_kid();
+		if (prov == 0)
+			provoker();
 	}
 	sleep_ms(300);
 	units = spin_units();
@@ -212,24 +323,47 @@ static void waker(void)
 	r = run_in_child(waker_loop, (WAKER_SECS + 20) * 1000);
 	units = spin_units() - units;
 	spin_ns = cpu_ns_of(S[0].pid) + cpu_ns_of(S[1].pid) - spin_ns;
+	W->done = 1;
 	stop_spinners();
+	if (provoke) {
+		reap_kid(prov, 2000);
+		close(provoke_fd[1]);
+		provoke_fd[1] = -1;
+		reap_kid(reader, 2000);
+		tap_diag("a fair task on CPU 0 woken %u times in W's bursts, %u read",
+			 W->provoked, W->fair_reads);
+	}
 	tap_diag("W in %d s: %" PRIu64 " wake-ups, %.0f ms of CPU, longest wait %.1f ms, %u waits >= %.0f ms; waits of 5, 10, 20, 40 ms or more: %u, %u, %u, %u",
 		 WAKER_SECS, W->iters, W->cpu_ns / 1e6, W->max_ns / 1e6,
 		 W->long_waits, bound / 1e6, W->over_ms[0], W->over_ms[1],
 		 W->over_ms[2], W->over_ms[3]);
 	if (!tap_check(r == 0 && !W->err, strerror(W->err ? W->err : EIO),
 		       "W ran its %d s (exit %d)", WAKER_SECS, r))
-		return;
+		goto out;
 	if (!tap_ok(units > 0 && spin_ns > 0, "A and B computed (%" PRIu64 " units in %.0f ms)",
 		    units, spin_ns / 1e6))
-		return;
+		goto out;
+	if (provoke && !tap_ok(W->fair_reads >= 10, "the fair task woke up and read %u times",
+			       W->fair_reads))
+		goto out;
 	n = long_waits_class((double)spin_ns / units);
 	tap_ok(W->cpu_ns > 2 * WAKER_SLICE_NS,
 	       "W got more than 2 slices of CPU in %d us bursts (%.0f ms)",
 	       WAKER_BURST_US, W->cpu_ns / 1e6);
 	tap_ok(n <= WAKER_CLASS_WAITS,
-	       "W waited %.0f ms or more while A and B computed at most %d time (%u times; %u long waits in all, longest %.1f ms)",
-	       bound / 1e6, WAKER_CLASS_WAITS, n, W->long_waits, W->max_ns / 1e6);
+	       "W%s waited %.0f ms or more while A and B computed at most %d time (%u times; %u long waits in all, longest %.1f ms)",
+	       provoke ? ", a fair task woken in its bursts," : "", bound / 1e6,
+	       WAKER_CLASS_WAITS, n, W->long_waits, W->max_ns / 1e6);
+out:
+	if (provoke) {
+		if (provoke_fd[0] >= 0)
+			close(provoke_fd[0]);
+		if (provoke_fd[1] >= 0)
+			close(provoke_fd[1]);
+		provoke_fd[0] = provoke_fd[1] = -1;
+		tap_ok(fair_server_restore(), "CPU 0's fair server restored (%s of every %s ns)",
+		       fs_runtime, fs_period);
+	}
 }
 
 int main(void)
@@ -238,6 +372,7 @@ int main(void)
 
 	tap_init("36-wake-slice");
 	watchdog(80);
+	watchdog_hook = fair_server_hook;
 	if (!require_hpc())
 		return tap_done();
 	knobs_restore();
@@ -250,8 +385,10 @@ int main(void)
 	S = shared_alloc(2 * sizeof(*S));
 	W = shared_alloc(sizeof(*W));
 	r = knob_set("timeslice_us", WAKER_SLICE_NS / 1000);
-	if (tap_check(r == 0, strerror(-r), "RR with timeslice_us %llu", WAKER_SLICE_NS / 1000))
-		waker();
+	if (tap_check(r == 0, strerror(-r), "RR with timeslice_us %llu", WAKER_SLICE_NS / 1000)) {
+		waker(0);
+		waker(1);
+	}
 	tap_ok(knobs_restore() == 0, "knobs restored");
 	kill_children();
 	return tap_done();
