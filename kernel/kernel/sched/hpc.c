@@ -693,7 +693,9 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 	p->se.exec_start = rq_clock_task(rq);
 	if (!hse->time_slice)
 		hse->time_slice = hpc_timeslice_ns(c);
-	rq->hpc.pick_exec = p->se.sum_exec_runtime;
+	/* Resumed: what it ran before another class came still counts. */
+	if (rq->hpc.resume != p)
+		rq->hpc.pick_exec = p->se.sum_exec_runtime;
 	rq->hpc.resume = NULL;
 
 	/* A new priority takes effect when the task (re)starts computing. */
