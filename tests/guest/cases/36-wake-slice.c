@@ -48,8 +48,9 @@
  * plus the fair server's runtime (2 and 50 ms). There, interrupt handlers run in threads of the real-time class
  * that preempt W in the middle of its burst: the class resumes W after
  * them (before that, W waited 83 and 99 ms in 6 s behind a busy spinner
- * picked in its place; one wait of 76 ms with A and B computing, in 6 s,
- * is not explained yet). Softirqs run there in ksoftirqd, a fair task,
+ * picked in its place), and a resumed spinner keeps what it ran before,
+ * so that W preempts it (before that, with the third fix, 104 to 122 ms 7
+ * times in 6 s). Softirqs run there in ksoftirqd, a fair task,
  * which the
  * spinners hold back until the fair server runs it, for its whole runtime
  * under TCG (ksoftirqd/0 had ~200 ms in 4 s), at the server's deadline
