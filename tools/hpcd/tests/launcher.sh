@@ -84,8 +84,11 @@ check "trace -- mpirun: the ranks were found under it ($(get launched_by))" test
 src=$("$hpcctl" --backend hpcd status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["source"])')
 check "trace -- mpirun: the ranks' events come from hpcd's source, $src ($(get source))" \
 	test -n "$src" -a "$(get source)" = "$src"
-exp_cpus="0 1 0 1"; [ "$ncpu" -lt 2 ] && exp_cpus="0 0 0 0"
-check "trace -- mpirun: the ranks spread over the CPUs pairwise ($(get cpus))" test "$(get cpus)" = "$exp_cpus"
+# m = ceil(4 / CPUs) consecutive contexts per CPU: a core's two together.
+exp_cpus=$(python3 -c 'import sys; n = int(sys.argv[1]); m = -(-4 // n)
+print(" ".join(str(min(i // m, n - 1)) for i in range(4)))' "$ncpu")
+check "trace -- mpirun: the ranks share the CPUs, consecutive contexts together ($(get cpus), want $exp_cpus)" \
+	test "$(get cpus)" = "$exp_cpus"
 aff=
 for p in $(get rankpids); do aff="$aff $(affinity $p)"; done
 check "trace -- mpirun: each rank pinned to its context's CPU ($aff)" test -n "$aff" -a "${aff# }" = "$(get cpus)"
