@@ -15,7 +15,12 @@ start_hpc || { nok "scx_hpc enabled"; exit 1; }
 rm -f /tmp/t.jsonl /tmp/t.json /tmp/t.prv /tmp/t.pcf /tmp/t.row
 $HPCCTL --backend scx trace -o /tmp/t.jsonl --perfetto /tmp/t.json --paraver /tmp/t --duration 600 --sample-ms 100 2>/tmp/trace.err &
 tp=$!
-sleep 1
+# metbench only once the trace runs (its output is open: hpcctl writes
+# /tmp/.hpcctl-PID-t.jsonl, renamed at the end); under TCG on a loaded host
+# hpcctl can take seconds to get there, and a run it missed has no records
+n=300
+while [ $n -gt 0 ] && [ ! -e /tmp/.hpcctl-$tp-t.jsonl ] && kill -0 $tp 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+sleep 0.5
 diag "tracing (pid $tp); metbench starts at uptime $(cut -d' ' -f1 /proc/uptime)"
 /usr/local/bin/scx_metbench -i 20 -H 40 -L 10 > /tmp/mb 2>&1
 mrc=$?
@@ -35,6 +40,7 @@ check "light worker (pid $light): iteration records" grep -q "\"type\":\"iterati
 # The heavy worker never waits: its raise comes from its sibling's closes.
 raised=$(grep -E "\"pid\":$heavy,.*\"prio\":[56]" /tmp/t.jsonl | grep -cE '"type":"(iteration|priority)"')
 check "heavy worker (pid $heavy) recorded at priority 5..6 ($raised records)" test "$raised" -ge 1
+[ "$raised" -ge 1 ] || grep -E "\"pid\":($heavy|$light)," /tmp/t.jsonl | tail -n 20 | sed 's/^/# record: /'
 check "end line: interrupted" grep -q '"type":"end".*"reason":"interrupted' /tmp/t.jsonl
 check "Perfetto and Paraver exports written" test -s /tmp/t.json -a -s /tmp/t.prv -a -s /tmp/t.pcf -a -s /tmp/t.row
 $HPCCTL report /tmp/t.jsonl > /tmp/report 2>&1
