@@ -679,9 +679,17 @@ static void put_prev_task_hpc(struct rq *rq, struct task_struct *p,
 {
 	update_curr_hpc(rq);
 	update_hpc_rq_load_avg(rq_clock_pelt(rq), rq, 1);
-	/* Not after the end of its slice or a yield: it went behind. */
-	rq->hpc.resume = p->hpc.on_rq && !rq->hpc.requeued && next &&
-			 next->sched_class != &hpc_sched_class ? p : NULL;
+	/* Set again at once (an attribute changes): nothing to note. */
+	if (!next)
+		return;
+	/*
+	 * Not after the end of its slice or a yield: it went behind. A task
+	 * that entered the class while it ran (set_next_task_hpc()) leaves
+	 * the mark of the one another class took the CPU from before.
+	 */
+	if (!rq->hpc.resume)
+		rq->hpc.resume = p->hpc.on_rq && !rq->hpc.requeued &&
+				 next->sched_class != &hpc_sched_class ? p : NULL;
 	rq->hpc.requeued = 0;
 }
 
@@ -693,10 +701,19 @@ static void set_next_task_hpc(struct rq *rq, struct task_struct *p, bool first)
 	p->se.exec_start = rq_clock_task(rq);
 	if (!hse->time_slice)
 		hse->time_slice = hpc_timeslice_ns(c);
-	/* Resumed: what it ran before another class came still counts. */
-	if (rq->hpc.resume != p)
+	/*
+	 * Picked: what a resumed task ran before another class came still
+	 * counts. Set while it runs (an attribute changed, or it entered the
+	 * class, e.g. at the end of a priority boost): the task another class
+	 * took the CPU from stays the one to resume, and runs first.
+	 */
+	if (first) {
+		if (rq->hpc.resume != p)
+			rq->hpc.pick_exec = p->se.sum_exec_runtime;
+		rq->hpc.resume = NULL;
+	} else if (!rq->hpc.resume) {
 		rq->hpc.pick_exec = p->se.sum_exec_runtime;
-	rq->hpc.resume = NULL;
+	}
 
 	/* A new priority takes effect when the task (re)starts computing. */
 	hse->applied_prio = hpc_mech_prio(p, c);

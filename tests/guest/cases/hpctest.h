@@ -860,7 +860,16 @@ struct spin {
 	volatile int yield_req;		/* parent: please sched_yield() once */
 	volatile int yields;		/* child: sched_yield() calls (counted before the call) */
 	volatile int started;		/* child: entered the loop */
+	volatile int hpc_req;		/* parent: please become SCHED_HPC (cleared first) */
 	pid_t pid;
+	/*
+	 * Optional (set before spin_start()): a word in shared memory that the
+	 * spinners of a group write their pid to when they find another one
+	 * there, and the count of those take-overs by this spinner: how often
+	 * the CPU went from one of the group to this one, whatever ran between.
+	 */
+	volatile pid_t *turn;
+	volatile uint64_t handoffs;
 };
 
 static inline void *shared_alloc(size_t len)
@@ -881,15 +890,24 @@ static inline void spin_loop(struct spin *s, unsigned int max_s)
 	uint64_t end = now_ns() + (uint64_t)max_s * 1000000000ULL;
 	uint64_t x = 88172645463325252ULL;
 	unsigned int i = 0;
+	pid_t me = getpid();
 
 	s->started = 1;
 	while (!s->stop) {
 		x = work_unit(x);
 		s->count++;
+		if (s->turn && *s->turn != me) {
+			*s->turn = me;
+			s->handoffs++;
+		}
 		if (s->yield_req) {
 			s->yield_req = 0;
 			s->yields++;	/* before: under fifo it may not run again soon */
 			sched_yield();
+		}
+		if (s->hpc_req) {
+			s->hpc_req = 0;	/* before: it may not run again soon */
+			set_hpc(0);
 		}
 		if (!(++i & 63) && now_ns() > end)
 			break;
@@ -919,6 +937,8 @@ static inline pid_t spin_start(struct spin *s, int cpu, int policy, int prio,
 	s->yield_req = 0;
 	s->yields = 0;
 	s->started = 0;
+	s->handoffs = 0;
+	s->hpc_req = 0;
 	pid = fork_kid();
 	if (pid < 0) {
 		r = -errno;
