@@ -516,7 +516,8 @@ static bool dequeue_task_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	hpc_queue_del(rq, hse);
 	hse->on_rq = 0;
-	if (rq->hpc.resume == p)
+	/* Not when it is queued again at once (an attribute changes). */
+	if (rq->hpc.resume == p && !(flags & DEQUEUE_SAVE))
 		rq->hpc.resume = NULL;
 	rq->hpc.nr_queued--;
 	hpc_update_overload(rq);
@@ -547,6 +548,9 @@ static void requeue_task_hpc(struct rq *rq, struct task_struct *p)
 		return;
 	last = rb_last(&rq->hpc.queue.rb_root);
 	vtime = hpc_se(last)->vtime;
+	/* Strictly behind: queued again with its place, it stays there. */
+	if (hpc_se(last) != &p->hpc)
+		vtime++;
 	if (hpc_vtime_before(vtime, p->hpc.vtime))
 		vtime = p->hpc.vtime;
 	hpc_queue_move(rq, &p->hpc, vtime);
@@ -1174,6 +1178,9 @@ static void switching_to_hpc(struct rq *rq, struct task_struct *p)
 
 static void switched_from_hpc(struct rq *rq, struct task_struct *p)
 {
+	/* Left the class on a dequeue that kept its mark (DEQUEUE_SAVE). */
+	if (rq->hpc.resume == p)
+		rq->hpc.resume = NULL;
 	hpc_snap_clear(cpu_of(rq), p);
 	if (!task_has_hpc_policy(p))
 		p->hpc.active = 0;
