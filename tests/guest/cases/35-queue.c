@@ -52,6 +52,16 @@ static void stop_pair(void)
 	spin_stop(&S[1]);
 }
 
+/* The work spinners @i and @j do in the next @ms, into *@di and *@dj. */
+static void progress(int i, int j, unsigned int ms, uint64_t *di, uint64_t *dj)
+{
+	uint64_t i0 = S[i].count, j0 = S[j].count;
+
+	sleep_ms(ms);
+	*di = S[i].count - i0;
+	*dj = S[j].count - j0;
+}
+
 /*
  * Run A and B under rr with @slice_us; returns how often the CPU went from
  * B to A in 2 s.
@@ -139,7 +149,7 @@ static void fifo_state(const char *when)
  */
 static void fifo_enter(void)
 {
-	uint64_t a0, r0, da, dr;
+	uint64_t da, dr;
 	pid_t r;
 	int n;
 
@@ -162,11 +172,7 @@ static void fifo_enter(void)
 	tap_ok(sched_getscheduler(r) == SCHED_HPC, "fifo: R became SCHED_HPC while it ran (policy %d)",
 	       sched_getscheduler(r));
 	sleep_ms(200);
-	a0 = S[0].count;
-	r0 = S[2].count;
-	sleep_ms(1000);
-	da = S[0].count - a0;
-	dr = S[2].count - r0;
+	progress(0, 2, 1000, &da, &dr);
 	tap_diag("fifo: 1 s after R entered the class: A %" PRIu64 ", R %" PRIu64, da, dr);
 	tap_ok(da > 0 && dr * 100 <= da,
 	       "fifo: A, which R took the CPU from, runs first again; R waits behind it "
@@ -177,7 +183,7 @@ static void fifo_enter(void)
 
 static void fifo(void)
 {
-	uint64_t a0, b0, da, db;
+	uint64_t da, db;
 	int r;
 
 	r = knob_write("queue", "fifo\n");
@@ -187,11 +193,7 @@ static void fifo(void)
 		stop_pair();
 		return;
 	}
-	a0 = S[0].count;
-	b0 = S[1].count;
-	sleep_ms(1500);
-	da = S[0].count - a0;
-	db = S[1].count - b0;
+	progress(0, 1, 1500, &da, &db);
 	tap_diag("fifo: 1.5 s: A %" PRIu64 ", B %" PRIu64 " (B started: %d)", da, db, S[1].started);
 	tap_ok(da > 0, "fifo: A runs");
 	if (!tap_ok(db * 100 <= da, "fifo: B gets ~nothing while A spins (%" PRIu64 " vs %"
@@ -204,22 +206,14 @@ static void fifo(void)
 		fifo_state("A did not yield");
 		S[0].yield_req = 0;	/* not later, in B's turn */
 	}
-	a0 = S[0].count;
-	b0 = S[1].count;
-	sleep_ms(1500);
-	da = S[0].count - a0;
-	db = S[1].count - b0;
+	progress(0, 1, 1500, &da, &db);
 	tap_diag("fifo: after A's yield: A %" PRIu64 ", B %" PRIu64, da, db);
 	tap_ok(db > 0, "fifo: after A's sched_yield() B runs");
 	tap_ok(da * 100 <= db, "fifo: and A gets ~nothing (%" PRIu64 " vs %" PRIu64 ")", da, db);
 
 	S[1].yield_req = 1;
 	sleep_ms(300);
-	a0 = S[0].count;
-	b0 = S[1].count;
-	sleep_ms(1000);
-	da = S[0].count - a0;
-	db = S[1].count - b0;
+	progress(0, 1, 1000, &da, &db);
 	if (!tap_ok(S[1].yields == 1 && da > 0 && db * 100 <= da,
 		    "fifo: after B's sched_yield() A runs again, B waits (A %" PRIu64 ", B %"
 		    PRIu64 ")", da, db))
