@@ -101,45 +101,44 @@ static long long rr(unsigned int slice_us, int check)
 	return (long long)(h1 - h0);
 }
 
+/*
+ * Each line of @path as a diagnostic; with @cpu (e.g. "cpu#0"), only the
+ * lines of that CPU's section (sched/debug's "cpu#N" headings).
+ */
+static void diag_file(const char *path, const char *cpu)
+{
+	static char buf[1 << 18];
+	size_t n = cpu ? strlen(cpu) : 0;
+	char *line, *save;
+	int on = !cpu;
+
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (cpu && !strncmp(line, "cpu#", 4))
+			on = !strncmp(line, cpu, n) && !isdigit((unsigned char)line[n]);
+		if (on)
+			tap_diag("  %s", line);
+	}
+}
+
 /* The spinners' state, for a FIFO check that failed. */
 static void fifo_state(const char *when)
 {
-	char path[64], buf[2048], *line, *save;
-	int i;
+	static const char *const files[] = { "stack", "sched", "sched_hpc" };
+	char path[64];
+	int i, f;
 
 	for (i = 0; i < 2; i++) {
 		tap_diag("fifo %s: %c pid %d: state %c, CPU %d, count %" PRIu64 ", yields %d",
 			 when, 'A' + i, (int)S[i].pid, task_state_of(S[i].pid) ?: '?',
 			 task_cpu_of(S[i].pid), S[i].count, S[i].yields);
-		snprintf(path, sizeof(path), "/proc/%d/stack", (int)S[i].pid);
-		if (read_file(path, buf, sizeof(buf)) > 0)
-			for (line = strtok_r(buf, "\n", &save); line;
-			     line = strtok_r(NULL, "\n", &save))
-				tap_diag("  %s", line);
-		snprintf(path, sizeof(path), "/proc/%d/sched", (int)S[i].pid);
-		if (read_file(path, buf, sizeof(buf)) > 0)
-			for (line = strtok_r(buf, "\n", &save); line;
-			     line = strtok_r(NULL, "\n", &save))
-				tap_diag("  %s", line);
-		snprintf(path, sizeof(path), "/proc/%d/sched_hpc", (int)S[i].pid);
-		if (read_file(path, buf, sizeof(buf)) > 0)
-			for (line = strtok_r(buf, "\n", &save); line;
-			     line = strtok_r(NULL, "\n", &save))
-				tap_diag("  %s", line);
+		for (f = 0; f < 3; f++) {
+			snprintf(path, sizeof(path), "/proc/%d/%s", (int)S[i].pid, files[f]);
+			diag_file(path, NULL);
+		}
 	}
-	{
-		static char dbg[1 << 18];
-		int on = 0;
-
-		if (read_file("/sys/kernel/debug/sched/debug", dbg, sizeof(dbg)) > 0)
-			for (line = strtok_r(dbg, "\n", &save); line;
-			     line = strtok_r(NULL, "\n", &save)) {
-				if (!strncmp(line, "cpu#", 4))
-					on = !strncmp(line, "cpu#0", 5);
-				if (on)
-					tap_diag("  dbg %s", line);
-			}
-	}
+	diag_file("/sys/kernel/debug/sched/debug", "cpu#0");
 }
 
 /*
@@ -169,8 +168,8 @@ static void fifo_enter(void)
 	S[2].hpc_req = 1;
 	for (n = 0; n < 300 && sched_getscheduler(r) != SCHED_HPC; n++)
 		sleep_ms(10);
-	tap_ok(sched_getscheduler(r) == SCHED_HPC, "fifo: R became SCHED_HPC while it ran (policy %d)",
-	       sched_getscheduler(r));
+	tap_ok(sched_getscheduler(r) == SCHED_HPC,
+	       "fifo: R became SCHED_HPC while it ran (policy %d)", sched_getscheduler(r));
 	sleep_ms(200);
 	progress(0, 2, 1000, &da, &dr);
 	tap_diag("fifo: 1 s after R entered the class: A %" PRIu64 ", R %" PRIu64, da, dr);
