@@ -2,8 +2,10 @@
 # make bench: what hpcd gains and what it costs, measured side by side in one
 # run on this machine and printed as ratios (nothing here asserts a time).
 #
-#  1. MetBench and MetBenchVar (k = 15): baseline, hpcd Uniform and hpcd
-#     Adaptive, one after the other in each round (tools/hpcd/metbench-3ways.sh),
+#  1. MetBench and MetBenchVar (k = 15): baseline, hpcd Uniform, Adaptive and
+#     Phase (the third heuristic), one after the other in each round
+#     (tools/hpcd/metbench-3ways.sh; the other MetBench entries: baseline,
+#     Uniform, Adaptive),
 #     BENCH_REPEAT rounds; medians, gains over the baseline, and those gains
 #     as % of what the simulator (hpcsim, the same workload) gains; MetBench
 #     with the emulated machine's waits polling (EMUL_WAITS=poll, as make run),
@@ -93,10 +95,13 @@ ways() {
 	fi
 	printf ' %s' "$b"
 }
+# MetBench and MetBenchVar: the baseline and every heuristic.
+heur="baseline uniform adaptive phase"
 for r in $(seq "$reps"); do
 	printf 'round %d/%d:' "$r" "$reps"
-	! want metbench || ways metbench "$r" LOADS="$loads" ITERATIONS="$iters"
-	! want metbenchvar || ways metbenchvar "$r" LOADS="$loads" ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
+	! want metbench || ways metbench "$r" WAYS="$heur" LOADS="$loads" ITERATIONS="$iters"
+	! want metbenchvar || ways metbenchvar "$r" WAYS="$heur" LOADS="$loads" ITERATIONS=$((3 * k)) \
+		SWAP_EVERY="$k"
 	! want metbench-model || ways metbench-model "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=model
 	! want metbench-sleep || ways metbench-sleep "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=sleep
 	! want metbench-spin || ways metbench-spin "$r" LOADS="$loads" ITERATIONS="$iters" EMUL_WAITS=spin

@@ -27,7 +27,9 @@ import statistics
 import subprocess
 import sys
 
-WAYS = ("baseline", "uniform", "adaptive", "none", "weight", "plain")
+WAYS = ("baseline", "uniform", "adaptive", "phase", "none", "weight", "plain")
+# The heuristics, in the order the tables show them (Phase: the third one).
+HEURISTICS = ("uniform", "adaptive", "phase")
 REAL = ("real-balanced", "real-balanced-over", "real-imbalanced-yield", "real-imbalanced-poll")
 BENCHES = ("metbench", "metbenchvar", "metbench-model", "metbench-sleep", "metbench-spin", "balanced",
            "balanced-app") + REAL
@@ -60,7 +62,7 @@ def rounds(out, bench, n):
 
 
 def median_time(rs, way):
-    return statistics.median(r[way]["total_time_s"] for r in rs)
+    return statistics.median(r[way]["total_time_s"] for r in rs if way in r)
 
 
 def round_ratios(rs, way, ref="baseline"):
@@ -103,7 +105,9 @@ def table(title, rs, sim, wait="polling"):
              "%-9s %9s %12s %8s %15s %10s %9s %11s" % (
                  "way", "time (s)", "vs baseline", "gain", "gain per round", "sim gain",
                  "% of sim", "% of ideal")]
-    for way in ("baseline", "uniform", "adaptive"):
+    for way in ("baseline",) + HEURISTICS:
+        if not any(way in r for r in rs):
+            continue  # not run in this entry (Phase: MetBench and MetBenchVar only)
         t = median_time(rs, way)
         if way == "baseline":
             lines.append("%-9s %9.3f %12.3f %8s %15s %10s %9s %11s" % (
@@ -165,7 +169,7 @@ def hpcd_cost(out):
         if not os.path.isdir(base):
             continue
         for r in sorted(os.listdir(base)):
-            for way in ("baseline", "uniform", "adaptive", "weight"):
+            for way in ("baseline",) + HEURISTICS + ("weight",):
                 path = os.path.join(base, r, way + ".log")
                 if not os.path.exists(path):
                     continue
