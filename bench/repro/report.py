@@ -31,20 +31,25 @@ top = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
 sys.path.insert(0, os.path.join(top, "bench", "metbench"))
 import report as mbreport  # noqa: E402  (bench/metbench/report.py: load, timeline)
 
+# The ways that set priorities: the paper's static ones, its two heuristics
+# and Phase, the third heuristic (Documentation/scheduler/sched-hpc-policy.rst),
+# which the paper does not have.
+HEURISTICS = ("uniform", "adaptive", "phase")
+PRIO_WAYS = ("static",) + HEURISTICS
+HPCD_WAYS = ["baseline"] + list(PRIO_WAYS)
 # program -> (paper key, table, title, our ways in order, way the gains are against)
 PROGRAMS = [
-    ("metbench", "metbench", "III", "MetBench", ["baseline", "static", "uniform", "adaptive"], "baseline"),
-    ("metbenchvar", "metbenchvar", "IV", "MetBenchVar (k = 15)",
-     ["baseline", "static", "uniform", "adaptive"], "baseline"),
-    ("btmz", "bt_mz", "V", "BT-MZ (proxy)", ["baseline", "static", "uniform", "adaptive"], "baseline"),
-    ("siesta", "siesta", "VI", "SIESTA (proxy)", ["none", "baseline", "static", "uniform", "adaptive"],
-     "none"),
+    ("metbench", "metbench", "III", "MetBench", HPCD_WAYS, "baseline"),
+    ("metbenchvar", "metbenchvar", "IV", "MetBenchVar (k = 15)", HPCD_WAYS, "baseline"),
+    ("btmz", "bt_mz", "V", "BT-MZ (proxy)", HPCD_WAYS, "baseline"),
+    ("siesta", "siesta", "VI", "SIESTA (proxy)", ["none"] + HPCD_WAYS, "none"),
 ]
 WAY_LABEL = {"none": "CFS (no hpcd)", "baseline": "Baseline", "equal": "All at 4", "static": "Static",
-             "uniform": "Uniform", "adaptive": "Adaptive"}
-# The paper's rows that correspond to ours (its baseline is CFS at priority 4).
+             "uniform": "Uniform", "adaptive": "Adaptive", "phase": "Phase"}
+# The paper's rows that correspond to ours (its baseline is CFS at priority
+# 4); None: the paper has no such row.
 PAPER_WAY = {"none": "baseline", "baseline": "baseline", "static": "static", "uniform": "uniform",
-             "adaptive": "adaptive"}
+             "adaptive": "adaptive", "phase": None}
 UNITS_PER_MS = 1000.0  # siesta-proxy: one unit (a 32x32 mat-vec) is about 1 us
 
 
@@ -191,7 +196,7 @@ def plot_prios(series_by_way, png, title):
 
 def sim_rows(simjson):
     rows = []
-    for way in ("baseline", "static", "uniform", "adaptive"):
+    for way in HPCD_WAYS:
         if way in simjson:
             t = simjson[way]
             rows.append((way, [x["comp_pct"] for x in t["tasks"]],
@@ -220,7 +225,8 @@ def program_section(out, prog, key, table, title, ways, base_way, paper, lines, 
     gains = {}
     for way, res, prios, _ in runs:
         workers = [r for r in res["ranks"] if r["proc"] != "M"]
-        pw = ref.get(PAPER_WAY[way], {}) if not (way == "baseline" and base_way == "none") else {}
+        pw = ref.get(PAPER_WAY[way], {}) if PAPER_WAY[way] and \
+            not (way == "baseline" and base_way == "none") else {}
         pcomp = pw.get("comp", [])
         pprio = pw.get("priority", [])
         g = pct(res["total_time_s"], base) if way != base_way else None
@@ -278,7 +284,7 @@ def program_section(out, prog, key, table, title, ways, base_way, paper, lines, 
         lines.append("![%s timeline](%s)\n" % (title, png))
     first_rank = 1 if prog.startswith("metbench") else 0
     series = [(w, prio_series(os.path.join(d, w + ".log"), first_rank)) for w in ways
-              if w in ("static", "uniform", "adaptive")]
+              if w in PRIO_WAYS]
     if plot_prios(series, os.path.join(out, prog + "-priorities.png"), title):
         lines.append("![%s priorities](%s)\n" % (title, prog + "-priorities.png"))
     notes[prog] = (runs, gains)
@@ -287,7 +293,7 @@ def program_section(out, prog, key, table, title, ways, base_way, paper, lines, 
 # Guest backends: the boots of bench/repro/guest (one per backend).
 GUEST_BACKENDS = [("kernel", "SCHED_HPC kernel (QEMU, 4 vCPUs)"), ("scx", "scx_hpc (QEMU, 4 vCPUs)")]
 GUEST_PROGRAMS = ("metbench", "metbenchvar")
-GUEST_WAYS = ("baseline", "equal", "static", "uniform", "adaptive")
+GUEST_WAYS = ("baseline", "equal") + PRIO_WAYS
 REPRO_LINE = re.compile(r"^# ([^ :]+): REPRO (\S+) (\S+) (\S+) ?(.*)$")
 GUEST_WAY = re.compile(r"([a-z]+)(?:@([0-9]+))?")  # WAY, or WAY@R for round R > 1
 
@@ -485,14 +491,14 @@ def analysis(out, notes, paper, gnotes):
                     bits.append("%s %s" % (WAY_LABEL[way], g[way].split(":")[0]))
             if isinstance(g.get("equal"), tuple):
                 bits.append("All at 4 %s" % (fmt_gain(g["equal"][0]) or "n/a"))
-            for way in ("static", "uniform", "adaptive"):
+            for way in PRIO_WAYS:
                 if way not in g:
                     continue
                 v = g[way]
                 if isinstance(v, str):
                     bits.append("%s %s" % (WAY_LABEL[way], v.split(":")[0]))
                 else:
-                    pg = pct(paper.get(key, {}).get(way, {}).get("time_s"),
+                    pg = pct(paper.get(key, {}).get(PAPER_WAY[way] or "", {}).get("time_s"),
                              paper.get(key, {}).get("baseline", {}).get("time_s"))
                     bits.append("%s %s (%s vs All at 4%s)" % (
                         WAY_LABEL[way], fmt_gain(v[0]) or "n/a", fmt_gain(v[1]) or "n/a",
@@ -511,7 +517,7 @@ def analysis(out, notes, paper, gnotes):
             pcomp = paper.get(key, {}).get("baseline", {}).get("comp", [])
             bits.append("imbalance without balancing: %% compute %s here, %s in the paper" % (
                 "/".join("%.0f" % c for c in comp), "/".join("%.0f" % c for c in pcomp)))
-        for way in ("static", "uniform", "adaptive"):
+        for way in PRIO_WAYS:
             if way in gains:
                 g, pg = gains[way]
                 sg = gains.get("sim_" + way, (None, None))[0]
@@ -531,7 +537,7 @@ def analysis(out, notes, paper, gnotes):
         if base_way == "none" and "baseline" in res and base:
             lat = pct(res["baseline"]["total_time_s"], base["total_time_s"])
             bal = [(w, pct(res[w]["total_time_s"], res["baseline"]["total_time_s"]))
-                   for w in ("uniform", "adaptive") if w in res]
+                   for w in HEURISTICS if w in res]
             bits.append("of which latency (CFS -> hpcd without balancing) %s, balancing "
                         "(hpcd baseline -> heuristic) %s" % (
                             fmt_gain(lat), ", ".join("%s %s" % (WAY_LABEL[w], fmt_gain(g))

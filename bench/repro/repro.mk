@@ -2,8 +2,8 @@
 # their tests and the report. Included from the top-level Makefile.
 #
 #   make reproduce     MetBench, MetBenchVar, BT-MZ (class A) and SIESTA
-#                      proxies: baseline, static priorities, Uniform, Adaptive
-#                      under hpcd, the simulator's view, and a report
+#                      proxies: baseline, static priorities, Uniform,
+#                      Adaptive, Phase under hpcd, the simulator's view, and a report
 #                      (Markdown + PNG) in $(REPRO_DIR); as root, ~13 min here;
 #                      MetBench and MetBenchVar also on the SCHED_HPC kernel
 #                      and under scx_hpc in QEMU (one boot each, ~2.5-3 min)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # make reproduce: the paper's four programs — MetBench, MetBenchVar, BT-MZ
 # (bench/btmz proxy) and SIESTA (bench/siesta proxy) — under baseline, static
-# priorities, Uniform and Adaptive on every backend this machine offers, and
-# a report (Markdown + PNG) beside the paper's Tables III-VI.
+# priorities, Uniform, Adaptive and Phase (the third heuristic, which the
+# paper does not have) on every backend this machine offers, and a report
+# (Markdown + PNG) beside the paper's Tables III-VI.
 #
 # Backends: hpcd (cgroup SMT emulation, any kernel) always; the simulator's
 # model view always; MetBench and MetBenchVar also on the SCHED_HPC kernel
 # and under scx_hpc, each in one QEMU boot (bench/repro/guest: baseline
 # SCHED_OTHER, static priorities (sched_priority, scx_hpc's fixed_prios), every
-# worker at priority 4, Uniform, Adaptive) where the kernel (and scx_hpc)
+# worker at priority 4, Uniform, Adaptive, Phase) where the kernel (and scx_hpc)
 # are built; backends.txt says which ran and why the others did not. BT-MZ
 # and SIESTA are MPI programs: hpcd only. REPRO_REPEAT=N runs every way N
 # times (rounds one after the other, each way of a round side by side); the
@@ -127,7 +128,10 @@ progress() {
 paper_static() {
 	python3 -c 'import json,sys; print(",".join(str(p) for p in json.load(open(sys.argv[1]))[sys.argv[2]]["static"]["priority"]))' "$tables" "$1"
 }
-# ways NAME [VAR=VALUE...]: the four ways through metbench-3ways.sh, round
+# hpcd's ways of every program (SIESTA's also without hpcd): the baseline,
+# the paper's static priorities and the three heuristics.
+hways="baseline static uniform adaptive phase"
+# ways NAME [VAR=VALUE...]: the ways through metbench-3ways.sh, round
 # $round (round 1 in OUT/NAME, round R > 1 in OUT/NAME/round-R); each way's
 # line is shown as it finishes.
 round=1
@@ -164,23 +168,23 @@ for p in $programs; do
 	for round in $(seq 1 "$repeat"); do
 	case $p in
 	metbench)
-		progress "$(of_rounds "MetBench (loads $mb_loads, $mb_iters iterations): baseline, static, Uniform, Adaptive under hpcd")"
-		ways metbench WAYS="baseline static uniform adaptive" STATIC_PRIOS="$(paper_static metbench)" \
+		progress "$(of_rounds "MetBench (loads $mb_loads, $mb_iters iterations): baseline, static, Uniform, Adaptive, Phase under hpcd")"
+		ways metbench WAYS="$hways" STATIC_PRIOS="$(paper_static metbench)" \
 			LOADS="$mb_loads" ITERATIONS="$mb_iters"
 		;;
 	metbenchvar)
-		progress "$(of_rounds "MetBenchVar (k = $k, $((3 * k)) iterations): four ways under hpcd")"
-		ways metbenchvar WAYS="baseline static uniform adaptive" \
+		progress "$(of_rounds "MetBenchVar (k = $k, $((3 * k)) iterations): five ways under hpcd")"
+		ways metbenchvar WAYS="$hways" \
 			STATIC_PRIOS="$(paper_static metbenchvar)" LOADS="$mb_loads" \
 			ITERATIONS=$((3 * k)) SWAP_EVERY="$k"
 		;;
 	btmz)
 		args="--class $bt_class --mapping $bt_map${bt_steps:+ --steps $bt_steps}"
-		progress "$(of_rounds "BT-MZ proxy ($args, 4 ranks): four ways under hpcd")"
+		progress "$(of_rounds "BT-MZ proxy ($args, 4 ranks): five ways under hpcd")"
 		"$btmz" --layout --np 4 --class "$bt_class" --mapping "$bt_map" >"$out/btmz-layout.json"
 		"$btmz" --layout --np 4 --class "$bt_class" --mapping binpack >"$out/btmz-layout-binpack.json"
 		ways btmz PROGRAM="$btmz" PROGRAM_ARGS="$args" NP=4 \
-			WAYS="baseline static uniform adaptive" STATIC_PRIOS="$(paper_static bt_mz)"
+			WAYS="$hways" STATIC_PRIOS="$(paper_static bt_mz)"
 		;;
 	siesta)
 		# shellcheck disable=SC2086
@@ -189,11 +193,11 @@ for p in $programs; do
 			>"$out/sim/siesta-spec.json"
 		sprio=$("$sim" table --spec "$out/sim/siesta-spec.json" --json |
 			python3 -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin)["static_prio"])))')
-		progress "$(of_rounds "SIESTA proxy (4 ranks, background: siesta-noise $si_noise): CFS, baseline, static ($sprio), Uniform, Adaptive")"
+		progress "$(of_rounds "SIESTA proxy (4 ranks, background: siesta-noise $si_noise): CFS, baseline, static ($sprio), Uniform, Adaptive, Phase")"
 		# SIESTA's gain is wake-up latency: its ranks sleep in their waits and
 		# their emulated contexts idle (EMUL_WAITS=sleep), as in the paper.
 		ways siesta PROGRAM="$siesta" PROGRAM_ARGS="$si_args" NP=4 \
-			WAYS="none baseline static uniform adaptive" STATIC_PRIOS="$sprio" \
+			WAYS="none $hways" STATIC_PRIOS="$sprio" \
 			BACKGROUND="$noise $si_noise" GROUP_WEIGHT=10000 EMUL_WAITS=sleep
 		;;
 	esac
@@ -239,7 +243,7 @@ kernel_ran='' scx_ran=''
 # the guest's static priorities: the paper's, as for hpcd
 gstatic=''
 for p in $gprogs; do gstatic+=" hpc.repro_static_$p=$(paper_static "$p")"; done
-gways="baseline, static, all at 4, Uniform, Adaptive"
+gways="baseline, static, all at 4, Uniform, Adaptive, Phase"
 [ "$repeat" = 1 ] || gways+=", $repeat rounds"
 for b in $gbackends; do
 	case $b in

@@ -41,7 +41,9 @@ def extract(backend, log, out):
     return run([PY, REPORT, "--guest-extract", backend, log, out])
 
 
-WAYS = ("baseline", "static", "equal", "uniform", "adaptive")
+WAYS = ("baseline", "static", "equal", "uniform", "adaptive", "phase")
+LABEL = {"baseline": "Baseline", "static": "Static", "equal": "All at 4", "uniform": "Uniform",
+         "adaptive": "Adaptive", "phase": "Phase"}
 ROUNDS = ("", "@2")  # the recorded boots' two rounds: WAY, WAY@2
 
 
@@ -165,8 +167,7 @@ for b, label in (("kernel", "SCHED_HPC kernel"), ("scx", "scx_hpc")):
                   for x in ROUNDS] if w not in ("baseline", "equal")[:i + 1] else []
             cells.append("%.1f %% (%.1f %% - %.1f %%)" % (median(gs), min(gs), max(gs)) if gs else "")
         rows[w] = "| %s | 2 | %.2f s | %.2f - %.2f s | %.0f %% | %s |" % (
-            {"baseline": "Baseline", "static": "Static", "equal": "All at 4", "uniform": "Uniform",
-             "adaptive": "Adaptive"}[w], median(ts), min(ts), max(ts),
+            LABEL[w], median(ts), min(ts), max(ts),
             100.0 * (max(ts) - min(ts)) / median(ts), " | ".join(cells))
     rep_sect = sect.split("Repeated: 2 rounds")[1].split("\n\n")[1] if "Repeated: 2 rounds" in sect else ""
     check(all(rows[w] in rep_sect for w in WAYS),
@@ -181,13 +182,19 @@ for b, label in (("kernel", "SCHED_HPC kernel"), ("scx", "scx_hpc")):
 # ---- hpcd-shaped rounds (OUT/PROG/W.json, OUT/PROG/round-2/W.json) from the
 # recorded results: the hpcd sections get the same repeat table
 hp = os.path.join(tmp, "hpcd")
+HPCD_WAYS = ("baseline", "static", "uniform", "adaptive", "phase")
 for p in ("metbench", "metbenchvar"):
     for r, src in (("", "kernel"), ("@2", "scx")):
         d = wdir(hp, p, r)
         os.makedirs(d, exist_ok=True)
-        for w in ("baseline", "static", "uniform", "adaptive"):
+        for w in HPCD_WAYS:
             with open(os.path.join(d, w + ".json"), "w") as f:
                 json.dump(rec[src][(p, w)], f)
+os.makedirs(os.path.join(hp, "sim"))
+rc, so, se = run([os.path.join(build, "tools", "sim", "hpcsim"), "table", "--workload", "metbench", "--json"])
+with open(os.path.join(hp, "sim", "metbench.json"), "w") as f:
+    f.write(so)
+sim = json.loads(so) if rc == 0 else {}
 rc, so, se = run([PY, REPORT, hp, "--tables", TABLES])
 md = open(os.path.join(hp, "report.md")).read() if rc == 0 else ""
 sect = md.split("## MetBench — the paper's Table III")[1].split("## ")[0] if "Table III" in md else ""
@@ -202,6 +209,21 @@ check(rc == 0 and "Repeated: 2 rounds" in sect and row in sect,
       so + se + row + "\n---\n" + sect[:2500])
 check(re.search(r"\*\*MetBench\*\*:[^\n]*Static %s here" % re.escape("%.1f %%" % median(gs)), md) is not None,
       "hpcd analysis: the static gain quoted is the median of the rounds")
+# Phase, the third heuristic: its row beside the others, no paper numbers
+# (the paper has no Phase), and the simulator's Phase beside ours
+ph = rec["kernel"][("metbench", "phase")]
+row = "| Phase | P1 | %.2f | " % [x for x in ph["ranks"] if x["proc"] == "P1"][0]["compute_pct"]
+prow = [line for line in sect.split("\n") if line.startswith(row)]
+sgain = pct(sim["phase"]["time_s"], sim["baseline"]["time_s"]) if sim else 0
+check(len(prow) == 1 and prow[0].endswith("| %s |  |  |  |  |" % gain(ph["total_time_s"],
+                                                                     rec["kernel"][("metbench", "baseline")]["total_time_s"]))
+      and re.search(r"^\| Phase \| [0-9. /]+ \| [4-6],[4-6],[4-6],[4-6] \| [0-9.]+ s \| %s \|$" %
+                    re.escape("%.1f %%" % sgain), sect, re.M),
+      "hpcd sections: Phase's row with its gain and no paper numbers; the simulator's Phase row",
+      "\n".join(prow) + "\n---\n" + sect[:3000])
+check(re.search(r"\*\*MetBench\*\*:[^\n]*Phase -?[0-9.]+ %% here, %s in the simulator" %
+                re.escape("%.1f %%" % sgain), md) is not None,
+      "hpcd analysis: Phase's gain beside the simulator's, no paper's", md[-4000:])
 one = os.path.join(tmp, "hpcd-one")
 shutil.copytree(hp, one)
 for p in ("metbench", "metbenchvar"):

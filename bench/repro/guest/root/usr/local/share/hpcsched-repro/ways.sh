@@ -7,7 +7,8 @@
 # Ways: baseline (SCHED_OTHER), equal (the backend with every worker at
 # priority 4: min_prio = max_prio = 4), static (each worker fixed at its
 # static priority: hpcctl prio, i.e. sched_priority on the kernel class and
-# scx_hpc's fixed_prios map under scx_hpc), uniform, adaptive. Round R > 1 of a way
+# scx_hpc's fixed_prios map under scx_hpc), uniform, adaptive, phase (the third
+# heuristic). Round R > 1 of a way
 # (hpc.repro_repeat) is named WAY@R.
 #   REPRO PROG WAY begin
 #   REPRO PROG WAY json {metbench --json}
@@ -112,7 +113,7 @@ run_way() {
 		# the backend as it is (heuristic irrelevant: every worker gets
 		# a fixed priority as soon as it is seen)
 		hctl run -- $MB "$@" > /tmp/out.json 2> /tmp/err & ;;
-	uniform | adaptive)
+	uniform | adaptive | phase)
 		# kernel: hpcctl sets /sys/kernel/sched_hpc/heuristic and runs the
 		# command under SCHED_HPC; scx: it starts scx_hpc with the heuristic
 		# (unloaded when the command is gone) and runs it under SCHED_EXT.
@@ -241,6 +242,8 @@ run_backend() {
 			run_way $prog uniform $r
 			[ "$BACKEND" = kernel ] || wait_disabled
 			run_way $prog adaptive $r
+			[ "$BACKEND" = kernel ] || wait_disabled
+			run_way $prog phase $r
 			# scx_hpc unloads once its last task is gone: wait for it, so
 			# that the next baseline runs without it
 			[ "$BACKEND" = kernel ] || wait_disabled
