@@ -593,8 +593,12 @@ Reasons for the differences, in order of weight:
   background processes (siesta-noise) while the ranks sleep in their waits.
   Its size depends on how much background there is (SIESTA_NOISE); the
   paper's 6 % is its machine's background. The simulator has no latency in
-  its model: it only sees each SCF iteration's imbalance, which drifts too
-  fast for the heuristics, so it predicts no balance gain.
+  its model: it sees only each SCF iteration's imbalance. Its waiting
+  context keeps part of the core (the fitted SMT model), so it raises the
+  heaviest rank and predicts a balance gain; under hpcd the ranks' contexts
+  idle in their waits (EMUL_WAITS=sleep: single-thread mode for the
+  sibling), where equal priorities are the best split, and the heuristics
+  have next to nothing to gain.
 - *Static priorities* are the paper's (Tables III-V) for MetBench, MetBenchVar
   and BT-MZ, on every backend; for SIESTA the simulator's best constant
   priorities.
