@@ -26,8 +26,9 @@
  * (hpc_queue.h): RR with a tunable slice (slice_us), by virtual time, a
  * waking task placed at most a small credit before the queue and
  * preempting the running task (SCX_KICK_PREEMPT) when it is ahead by more
- * than half of it, unless its waker said it sleeps next (a sync wake-up,
- * hpc_wake_preempts()); or FIFO (infinite slice, in the order the tasks
+ * than half of it, unless its waker said it sleeps next (a sync wake-up:
+ * no credit, no preemption; hpc_sync_wake_vtime(), hpc_wake_preempts());
+ * or FIFO (infinite slice, in the order the tasks
  * became runnable, a task runs until it sleeps or its CPU is throttled).
  * ops.select_cpu places an unpinned waking task on the
  * allowed CPU with the fewest queued + running HPC tasks, among those on
@@ -406,13 +407,14 @@ static void charge(struct scx_hpc_cpu *c, u64 now)
 
 /*
  * Queue @p on @cpu's DSQ in the order of hpc_queue.h. Round-robin: by
- * virtual time, placed against @cpu's queue. FIFO: by the time it became
- * runnable. A task its CPU's budget held back keeps its place.
+ * virtual time, placed against @cpu's queue, with no credit after a @sync
+ * wake-up. FIFO: by the time it became runnable. A task its CPU's budget
+ * held back keeps its place.
  */
 static __always_inline void queue_task(struct task_struct *p,
 				       struct task_ctx *tc,
 				       const struct scx_hpc_params *P,
-				       s32 cpu, u64 slice, u64 flags)
+				       s32 cpu, u64 slice, u64 flags, bool sync)
 {
 	struct scx_hpc_cpu *c = get_cpu(cpu);
 
@@ -435,6 +437,8 @@ static __always_inline void queue_task(struct task_struct *p,
 					    flags & SCX_ENQ_WAKEUP ?
 					    hpc_wake_burst(&tc->wake_run_ns,
 							   tc->run_ns) : 0);
+		if (sync)
+			tc->vtime = hpc_sync_wake_vtime(tc->vtime, c->vtime);
 	}
 	tc->vtime_cpu = cpu;
 	scx_bpf_dispatch_vtime(p, cpu, slice, tc->vtime, flags);
@@ -568,7 +572,8 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 			c->shed_skip = p->pid;
 		} else if (to != cpu && !core_load(to)) {
 			__sync_fetch_and_add(&c->nr_move, 1);
-			queue_task(p, tc, P, to, slice, enq_flags & ~SCX_ENQ_LAST);
+			queue_task(p, tc, P, to, slice, enq_flags & ~SCX_ENQ_LAST,
+				   sync);
 			scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
 			return;
 		}
@@ -581,7 +586,7 @@ void BPF_STRUCT_OPS(hpc_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 	}
-	queue_task(p, tc, P, cpu, slice, enq_flags);
+	queue_task(p, tc, P, cpu, slice, enq_flags, sync);
 	if ((enq_flags & SCX_ENQ_WAKEUP) && !P->fifo && tc)
 		wake_preempt(cpu, c, tc->vtime, slice, sync);
 }

@@ -54,6 +54,28 @@ static void queue_vtime_clamps(void **state)
 }
 
 /*
+ * A sync wake-up gives the credit back: a task placed before the queue
+ * goes to the queue, one at or after it keeps its virtual time, also where
+ * the times wrap. A task woken by its timer then stays before the ones
+ * that pass messages.
+ */
+static void sync_wake_vtime(void **state)
+{
+	u64 q = MS(1000), slice = MS(100);
+	u64 timer = hpc_queue_vtime(0, q, slice, US(20));
+	u64 msg = hpc_sync_wake_vtime(hpc_queue_vtime(0, q, slice, 0), q);
+
+	assert_int_equal(hpc_sync_wake_vtime(q - HPC_WAKE_CREDIT_NS, q), q);
+	assert_int_equal(hpc_sync_wake_vtime(q - 1, q), q);
+	assert_int_equal(hpc_sync_wake_vtime(q, q), q);
+	assert_int_equal(hpc_sync_wake_vtime(q + MS(5), q), q + MS(5));
+	assert_int_equal(hpc_sync_wake_vtime(0 - MS(1), MS(1)), MS(1));
+	assert_int_equal(hpc_sync_wake_vtime(MS(1), 0 - MS(1)), MS(1));
+	assert_true(hpc_vtime_before(timer, msg));
+	(void)state;
+}
+
+/*
  * hpc_wake_burst(): the CPU time used since the previous wake-up; the mark
  * moves on, so the next burst counts from here.
  */
@@ -320,6 +342,7 @@ int main(void)
 		cmocka_unit_test(vtime_order_wraps),
 		cmocka_unit_test(wake_credit),
 		cmocka_unit_test(queue_vtime_clamps),
+		cmocka_unit_test(sync_wake_vtime),
 		cmocka_unit_test(wake_burst),
 		cmocka_unit_test(wake_preempts),
 		cmocka_unit_test(queue_advance),
