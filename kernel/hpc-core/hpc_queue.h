@@ -84,20 +84,6 @@ static inline u64 hpc_queue_vtime(u64 vtime, u64 queue_vtime, u64 slice_ns,
 }
 
 /*
- * Where a task queued at @vtime (hpc_queue_vtime()) goes when its wake-up
- * turns out a sync one (WF_SYNC, see hpc_wake_preempts()): no credit, no
- * earlier than the queue at @queue_vtime. Its waker soon sleeps or passes
- * more messages on; with the credit, tasks that pass messages went before
- * the running one at every wake-up and preempted it at nearly every tick
- * (the kernel class: hackbench took 1.4 times as long as normal tasks in
- * the QEMU guest, 1.1 times without the credit).
- */
-static inline u64 hpc_sync_wake_vtime(u64 vtime, u64 queue_vtime)
-{
-	return hpc_vtime_before(vtime, queue_vtime) ? queue_vtime : vtime;
-}
-
-/*
  * Does a task queued at @woken preempt the running one, now at @curr and
  * that has run @ran_ns since it was picked? Only if it is ahead by more
  * than half the credit, and the running task has had half the credit: two
@@ -198,6 +184,20 @@ static inline bool hpc_core_giver(s32 cpu, s32 sib)
 static inline u64 hpc_queue_advance(u64 queue_vtime, u64 least)
 {
 	return hpc_vtime_before(queue_vtime, least) ? least : queue_vtime;
+}
+
+/*
+ * Where a task queued at @vtime (hpc_queue_vtime()) goes when its wake-up
+ * turns out a sync one (WF_SYNC, see hpc_wake_preempts()): no credit, no
+ * earlier than the queue at @queue_vtime. Its waker soon sleeps or passes
+ * more messages on; with the credit, tasks that pass messages went before
+ * the running one at every wake-up and preempted it at nearly every tick
+ * (the kernel class: hackbench took 1.4 times as long as normal tasks in
+ * the QEMU guest, 1.1 times without the credit).
+ */
+static inline u64 hpc_sync_wake_vtime(u64 vtime, u64 queue_vtime)
+{
+	return hpc_queue_advance(vtime, queue_vtime);
 }
 
 #endif /* _KERNEL_SCHED_HPC_QUEUE_H */

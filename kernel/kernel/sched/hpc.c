@@ -595,9 +595,11 @@ static void wakeup_preempt_hpc(struct rq *rq, struct task_struct *p, int flags)
 
 	if (c->queue != HPC_QUEUE_RR || curr == p)
 		return;
-	vtime = hpc_sync_wake_vtime(p->hpc.vtime, rq->hpc.vtime);
-	if ((flags & WF_SYNC) && p->hpc.on_rq && vtime != p->hpc.vtime)
-		hpc_queue_move(rq, &p->hpc, vtime);
+	if ((flags & WF_SYNC) && p->hpc.on_rq) {
+		vtime = hpc_sync_wake_vtime(p->hpc.vtime, rq->hpc.vtime);
+		if (vtime != p->hpc.vtime)
+			hpc_queue_move(rq, &p->hpc, vtime);
+	}
 	if (rq->hpc.throttled)
 		return;
 	update_curr_hpc(rq);

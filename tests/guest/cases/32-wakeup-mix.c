@@ -31,11 +31,11 @@
  *     the same on both). While a sync wake-up got the wake-up credit, the
  *     tasks preempted each other at nearly every tick: 1.35 to 1.44 on 2
  *     vCPUs (1.5 times the context switches of normal tasks); without it,
- *     1.09 to 1.14 in the same guest. No block starts once part B has run for 240 s
- *     and 3 blocks are done: under TCG on a busy 2-CPU host a run took
- *     13-32 s, and 5 blocks with the emulation did not fit the case's
- *     timeout. On x86 the same as SCHED_HPC with the SMT
- *     emulation (x86-smt-emul) is measured in the middle of each block and
+ *     1.07 to 1.13 on 2 vCPUs, 1.06 and 1.24 on 4. No block starts once
+ *     part B has run for 240 s and 3 blocks are done: under TCG on a
+ *     busy 2-CPU host a run took 13-32 s, and 5 blocks with the emulation
+ *     did not fit the case's timeout. On x86 the same as SCHED_HPC with
+ *     the SMT emulation (x86-smt-emul) is measured in the middle of each block and
  *     reported with the model's prediction: both busy contexts of an
  *     emulated core run at hpc_smt_speed(4, 4, busy) (600 permille).
  *     A run is killed, as hung, after wm_hb_timeout_ms() of the slowest
