@@ -234,6 +234,12 @@ struct hpc_task {
 	u8 lid_left;		/* decisions until the lid is lifted */
 };
 
+/* Is @t asleep in a wait, between two compute phases? */
+static inline bool hpc_task_waits(const struct hpc_task *t)
+{
+	return t->state == HPC_TASK_SLEEPING;
+}
+
 HPC_API void hpc_task_init(struct hpc_task *t, u64 now, const struct hpc_params *p);
 HPC_API void hpc_task_sleep(struct hpc_task *t, u64 now);
 HPC_API int hpc_task_wakeup(struct hpc_task *t, u64 now, const struct hpc_params *p,

@@ -84,24 +84,33 @@ HPC_API u32 hpc_smt_speed(u32 own, u32 sib, bool sib_busy);
  * scx_hpc, hpcd): the share of each period, in permille, that a context
  * whose task computes at priority @own may run beside a sibling context at
  * @sib that holds @what: the model's speed beside a busy or a waiting
- * sibling, the whole period beside none (single-thread mode).
+ * sibling, the whole period beside none (single-thread mode). A waiting
+ * sibling's priority does not count (hpc_smt_speed()): an idle CPU whose
+ * task waits publishes none.
  */
 static inline u32 hpc_smt_emul_share_of(u32 own, u32 sib, u32 what)
 {
 	if (what == HPC_SMT_SIB_NONE)
 		return HPC_SMT_SCALE;
-	return hpc_smt_speed(own, sib, what == HPC_SMT_SIB_BUSY);
+	if (what == HPC_SMT_SIB_WAITS)
+		return hpc_smt_speed(own, HPC_SMT_PRIO_NORMAL, false);
+	return hpc_smt_speed(own, sib, true);
 }
 
 /*
- * The same for an emulation that sees only whether the sibling CPU has
- * work (the kernel's backend, scx_hpc): an idle sibling CPU counts as no
- * task, since a task's wait there cannot be told from no task at all.
+ * What the sibling context holds, for an emulation that sees whether the
+ * sibling CPU has HPC work (@busy: a task running, queued or held back) and
+ * the snapshot of the task that ran there last (the kernel's backend,
+ * scx_hpc): without work, a task of its own asleep in a wait (@task_waits,
+ * hpc_task_waits() of that snapshot: it waits for a message or at a
+ * barrier) makes it a waiting context; else it holds no task (none ran
+ * there, it left the CPU or the class, exited, or blocks on a lock).
  */
-static inline u32 hpc_smt_emul_share(u32 own, u32 sib, bool both_busy)
+static inline u32 hpc_smt_sib_holds(bool busy, bool task_waits)
 {
-	return hpc_smt_emul_share_of(own, sib, both_busy ? HPC_SMT_SIB_BUSY :
-							   HPC_SMT_SIB_NONE);
+	if (busy)
+		return HPC_SMT_SIB_BUSY;
+	return task_waits ? HPC_SMT_SIB_WAITS : HPC_SMT_SIB_NONE;
 }
 
 /* The budget of a period of @period_ns at @share permille. */

@@ -37,6 +37,7 @@ static void init_state(void **state)
 	assert_int_equal(t.prio, HPC_PRIO_NORMAL);
 	assert_int_equal(t.prev_prio, HPC_PRIO_NORMAL);
 	assert_int_equal(t.state, HPC_TASK_RUNNABLE);
+	assert_false(hpc_task_waits(&t));
 	(void)state;
 }
 
@@ -49,10 +50,12 @@ static void closes_only_after_min_wait(void **state)
 	hpc_task_init(&t, 0, &p);
 	hpc_task_sleep(&t, MS(1));
 	assert_int_equal(t.state, HPC_TASK_SLEEPING);
+	assert_true(hpc_task_waits(&t));
 	/* 99.999 us: folded into compute. */
 	assert_int_equal(hpc_task_wakeup(&t, MS(1) + US(100) - 1, &p,
 					 HPC_CLASS_LOW), 0);
 	assert_int_equal(t.state, HPC_TASK_RUNNABLE);
+	assert_false(hpc_task_waits(&t));
 	assert_int_equal(t.nr_iter, 0);
 	assert_int_equal(t.cur_run, MS(1) + US(100) - 1);
 	assert_int_equal(t.iter_start, 0);

@@ -639,18 +639,34 @@ static void thread_sibling_rule(void **state)
 
 /*
  * The emulation's share of a period: the model's speed beside a busy or a
- * waiting sibling, the whole period beside none; an emulation that sees
- * only busy or idle counts idle as none. The budget and what carries over.
+ * waiting sibling, the whole period beside none; what the sibling holds,
+ * from its work and its last task's snapshot. The budget and what carries
+ * over.
  */
 static void emul_share_budget_carry(void **state)
 {
 	const u64 per = MS(10);
 	u32 own, sib;
 
-	assert_int_equal(hpc_smt_emul_share(4, 4, true), hpc_smt_speed(4, 4, true));
-	assert_int_equal(hpc_smt_emul_share(6, 4, true), hpc_smt_speed(6, 4, true));
-	assert_int_equal(hpc_smt_emul_share(4, 6, false), HPC_SMT_SCALE);
-	assert_true(hpc_smt_emul_share(4, 6, true) < hpc_smt_emul_share(6, 4, true));
+	/* work wins; without it, a task asleep in a wait; else none */
+	assert_int_equal(hpc_smt_sib_holds(true, false), HPC_SMT_SIB_BUSY);
+	assert_int_equal(hpc_smt_sib_holds(true, true), HPC_SMT_SIB_BUSY);
+	assert_int_equal(hpc_smt_sib_holds(false, true), HPC_SMT_SIB_WAITS);
+	assert_int_equal(hpc_smt_sib_holds(false, false), HPC_SMT_SIB_NONE);
+
+	assert_int_equal(hpc_smt_emul_share_of(4, 4, HPC_SMT_SIB_BUSY),
+			 hpc_smt_speed(4, 4, true));
+	assert_int_equal(hpc_smt_emul_share_of(6, 4, HPC_SMT_SIB_BUSY),
+			 hpc_smt_speed(6, 4, true));
+	assert_int_equal(hpc_smt_emul_share_of(4, 6, HPC_SMT_SIB_NONE), HPC_SMT_SCALE);
+	assert_true(hpc_smt_emul_share_of(4, 6, HPC_SMT_SIB_BUSY) <
+		    hpc_smt_emul_share_of(6, 4, HPC_SMT_SIB_BUSY));
+	/* the heavy context beside a waiting light one, as in MetBench */
+	assert_int_equal(hpc_smt_emul_share_of(4, 4, HPC_SMT_SIB_WAITS), 883);
+	assert_int_equal(hpc_smt_emul_share_of(6, 4, HPC_SMT_SIB_WAITS), 988);
+	/* an idle CPU whose task waits publishes no priority */
+	assert_int_equal(hpc_smt_emul_share_of(4, 0, HPC_SMT_SIB_WAITS), 883);
+	assert_int_equal(hpc_smt_emul_share_of(6, 0, HPC_SMT_SIB_WAITS), 988);
 
 	/* the fitted waiting sibling: 708 permille alone, 292 at (own, 4) */
 	assert_int_equal(hpc_smt_emul_share_of(4, 4, HPC_SMT_SIB_WAITS),
@@ -660,14 +676,14 @@ static void emul_share_budget_carry(void **state)
 			u32 waits = hpc_smt_emul_share_of(own, sib, HPC_SMT_SIB_WAITS);
 
 			assert_int_equal(hpc_smt_emul_share_of(own, sib, HPC_SMT_SIB_BUSY),
-					 hpc_smt_emul_share(own, sib, true));
+					 hpc_smt_speed(own, sib, true));
 			assert_int_equal(hpc_smt_emul_share_of(own, sib, HPC_SMT_SIB_NONE),
 					 HPC_SMT_SCALE);
 			/* a waiting sibling's priority does not count */
 			assert_int_equal(waits, hpc_smt_speed(own, HPC_SMT_PRIO_NORMAL, false));
 			assert_true(waits < HPC_SMT_SCALE);
 			if (own <= sib)
-				assert_true(waits > hpc_smt_emul_share(own, sib, true));
+				assert_true(waits > hpc_smt_speed(own, sib, true));
 		}
 	}
 

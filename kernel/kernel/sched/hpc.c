@@ -280,6 +280,23 @@ static bool hpc_sibling_snap(int cpu, struct hpc_task *peer)
 }
 
 /*
+ * Does the task that ran last on @cpu sleep there in a wait, between two
+ * compute phases (its snapshot, hpc_task_waits())? A task that leaves the
+ * CPU (migration), the class or the system clears the snapshot.
+ */
+bool hpc_cpu_task_waits(int cpu)
+{
+	struct hpc_snap *s = per_cpu_ptr(&hpc_snaps, cpu);
+	unsigned long flags;
+	bool waits;
+
+	raw_spin_lock_irqsave(&s->lock, flags);
+	waits = s->pid && hpc_task_waits(&s->t);
+	raw_spin_unlock_irqrestore(&s->lock, flags);
+	return waits;
+}
+
+/*
  * The clock of the iteration accounting. Iterations are compared across
  * CPUs (a task sleeps on one CPU and wakes on another; a CPU judges its
  * sibling's snapshot), so it must be one clock for all CPUs: the per-CPU

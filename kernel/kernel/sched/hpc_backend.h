@@ -46,6 +46,7 @@ extern const struct hpc_backend hpc_power_backend;
 
 /* Services of the class for its backends (kernel/sched/hpc.c). */
 int hpc_cpu_sibling(int cpu);
+bool hpc_cpu_task_waits(int cpu);
 u64 hpc_emul_period_ns(void);
 void hpc_throttle(struct rq *rq);
 void hpc_unthrottle(struct rq *rq);

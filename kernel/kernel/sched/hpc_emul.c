@@ -11,8 +11,14 @@
  * When a CPU has used its budget it is throttled: its SCHED_HPC tasks are
  * not picked, fair and idle tasks run, until the period timer refills the
  * budget. An expiry timer ends the budget on time; ticks and switches only
- * charge what ran. A CPU whose sibling has no SCHED_HPC work runs unthrottled, as a
- * context in single-thread mode would.
+ * charge what ran. A sibling without SCHED_HPC work whose last task sleeps
+ * there in a wait (a message, a barrier) is a waiting context: the model's
+ * waiting sibling (HPC_SMT_SIB_WAITS, hpc_smt_sib_holds()), as on POWER5,
+ * where the waiting rank's context still takes part of the core. A CPU
+ * whose sibling holds no task (none ran there, it left or exited, or it
+ * blocks on a lock) runs unthrottled, as a context in single-thread mode
+ * would. A wait's end on another CPU (the waking task migrates) is seen at
+ * the next period.
  *
  * Each CPU publishes its own state (busy, applied priority) in one word that
  * the sibling reads locklessly; a change kicks the sibling with an irq_work
@@ -61,6 +67,14 @@ static void hpc_emul_start_timer(struct rq *rq)
 		      HRTIMER_MODE_REL_PINNED_HARD);
 }
 
+/* What the sibling context @sib holds, from its @word and its last task. */
+static u32 hpc_emul_sib_holds(int sib, u32 word)
+{
+	bool busy = word & HPC_EMUL_BUSY;
+
+	return hpc_smt_sib_holds(busy, !busy && hpc_cpu_task_waits(sib));
+}
+
 /*
  * Recompute @rq's budget from its own state and its sibling's published
  * word; throttle or unthrottle accordingly.
@@ -70,10 +84,12 @@ static void hpc_emul_recompute(struct rq *rq)
 	int sib = hpc_cpu_sibling(cpu_of(rq));
 	u32 own = READ_ONCE(per_cpu(hpc_emul_word, cpu_of(rq)));
 	u32 other = sib >= 0 ? READ_ONCE(per_cpu(hpc_emul_word, sib)) : 0;
-	bool busy = rq->hpc.online && (own & HPC_EMUL_BUSY) &&
-		    (other & HPC_EMUL_BUSY);
-	u32 share = hpc_smt_emul_share(own & HPC_EMUL_PRIO_MASK,
-				       other & HPC_EMUL_PRIO_MASK, busy);
+	u32 share = HPC_SMT_SCALE;
+
+	if (rq->hpc.online && (own & HPC_EMUL_BUSY) && sib >= 0)
+		share = hpc_smt_emul_share_of(own & HPC_EMUL_PRIO_MASK,
+					      other & HPC_EMUL_PRIO_MASK,
+					      hpc_emul_sib_holds(sib, other));
 
 	if (share >= HPC_SMT_SCALE) {
 		rq->hpc.emul_limited = 0;

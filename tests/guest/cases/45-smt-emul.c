@@ -9,7 +9,11 @@
  * accepted 450..750), throttled_ns grows by the rest and a fair task on the
  * same CPU runs meanwhile; the same with a longer emul_period_us. With 4
  * CPUs, HPC spinners on CPUs 1 and 2 (two different cores) are not
- * throttled (throttled_ns unchanged; each above 75 % of a CPU).
+ * throttled (throttled_ns unchanged; each above 75 % of a CPU). An HPC
+ * task on CPU 1 that computes, then sleeps in a wait makes CPU 1 a waiting
+ * context: the spinner on CPU 0 runs at hpc_smt_emul_share_of(4, 4,
+ * HPC_SMT_SIB_WAITS) (883 permille), its throttled_ns grows; once that
+ * task has exited the spinner runs unthrottled again.
  * Expected speeds come from the policy core (kernel/hpc-core/hpc_smt.c).
  *
  * Priority 4/4 is enforced with max_prio 4 while both spinners run.
@@ -23,7 +27,7 @@
  * throttled, so that a refill never waits for a halted vCPU to be woken
  * on a loaded TCG host.
  */
-/* guest-timeout: 90 */
+/* guest-timeout: 100 */
 /* guest-cflags: -I@TOP@/kernel/hpc-core */
 #include "hpctest.h"
 
@@ -82,6 +86,78 @@ static void alone(const char *what, int other_policy)
 out:
 	spin_stop(&S[0]);
 	spin_stop(&S[1]);
+}
+
+/* A SCHED_HPC child on @cpu: computes 30 ms, waits (sleeps) @ms, exits. */
+static pid_t waiter_start(int cpu, unsigned int ms)
+{
+	pid_t pid = fork_kid();
+
+	if (pid == 0) {
+		if (pin_cpu(0, cpu) || set_hpc(0))
+			_exit(1);
+		spin_cpu_ms(30);
+		sleep_ms(ms);
+		_exit(0);
+	}
+	return pid;
+}
+
+/*
+ * The sibling context holds a task that waits: the spinner beside it runs
+ * at the model's speed beside a waiting context, not in single-thread
+ * mode; when that task is gone, in single-thread mode again.
+ */
+static void sibling_waits(void)
+{
+	double want = hpc_smt_emul_share_of(4, 4, HPC_SMT_SIB_WAITS) / 1000.0;
+	char max_prio[32] = "";
+	pid_t a, f, w;
+	struct meas m;
+	int r;
+
+	/* Priority 4: the spinner is judged beside the waiter otherwise. */
+	r = knob_read("max_prio", max_prio, sizeof(max_prio));
+	if (r >= 0)
+		r = knob_set("max_prio", 4);
+	if (!tap_check(r >= 0, strerror(-r), "sibling waits: max_prio 4"))
+		return;
+	/* A fair filler keeps CPU 0's vCPU busy while the context is throttled. */
+	f = spin_start(&S[2], 0, SCHED_OTHER, 0, 30);
+	w = waiter_start(1, 3000);
+	for (r = 0; r < 100 && w > 0 && task_state_of(w) != 'S'; r++)
+		sleep_ms(10);
+	a = spin_start(&S[0], 0, SCHED_HPC, 0, 30);
+	if (!tap_ok(a > 0 && f > 0 && w > 0 && task_state_of(w) == 'S',
+		    "sibling waits: HPC task asleep in a wait on CPU 1 (state %c), spinner on CPU 0",
+		    w > 0 ? task_state_of(w) : '-'))
+		goto out;
+	sleep_ms(300);
+	measure(a, 0, 1500, &m);
+	tap_diag("sibling waits: CPU 0 %.1f %% (model %.1f %%), throttled +%lld ns in %.2f s",
+		 100 * m.share[0], 100 * want, m.thr[0], m.wall / 1e9);
+	tap_ok(m.thr[0] > (long long)(m.wall * (1 - want) / 2) &&
+	       m.thr[0] < (long long)(m.wall * (1 - want) * 2),
+	       "sibling waits: the spinner is held back ~%.1f %% of the time, as beside a waiting "
+	       "context (got %.1f %%)", 100 * (1 - want), 100.0 * m.thr[0] / m.wall);
+	tap_ok(m.share[0] > want - 0.12 && m.share[0] < want + 0.06,
+	       "sibling waits: the spinner runs at the modelled %.0f permille (got %.0f)",
+	       1000 * want, 1000 * m.share[0]);
+	tap_ok(reap_kid(w, 5000) == 0, "sibling waits: the waiting task exits");
+	w = 0;
+	sleep_ms(300);
+	measure(a, 0, 1000, &m);
+	tap_diag("sibling gone: CPU 0 %.1f %%, throttled +%lld ns", 100 * m.share[0], m.thr[0]);
+	tap_ok(m.thr[0] == 0 && m.share[0] > 0.9,
+	       "sibling gone: the spinner runs unthrottled again (+%lld ns, %.1f %%)", m.thr[0],
+	       100 * m.share[0]);
+out:
+	if (w > 0)
+		reap_kid(w, 5000);
+	spin_stop(&S[0]);
+	spin_stop(&S[2]);
+	if (max_prio[0])
+		knob_write("max_prio", max_prio);
 }
 
 static long long prio_of(pid_t pid)
@@ -182,7 +258,7 @@ int main(void)
 	int r;
 
 	tap_init("45-smt-emul");
-	watchdog(85);
+	watchdog(95);
 	if (!require_hpc())
 		return tap_done();
 	knobs_restore();
@@ -201,6 +277,7 @@ int main(void)
 	S = shared_alloc(4 * sizeof(*S));
 	alone("sibling idle", -1);
 	alone("sibling runs a fair spinner", SCHED_OTHER);
+	sibling_waits();
 	both("both HPC, prio 4/4, period 10 ms");
 	r = knob_set("emul_period_us", 50000);
 	if (tap_check(r == 0, strerror(-r), "emul_period_us 50000"))
