@@ -45,8 +45,10 @@
  * clock) a CPU whose sibling is busy may run HPC tasks for
  * hpc_smt_speed(own prio, sibling prio, true) / 1000 of the period; the
  * sibling is busy while it runs an HPC task, has some queued or is
- * throttled. Beside an idle sibling a CPU runs unthrottled (sibling
- * priority 0: single-thread mode), as in the kernel class and hpcd. A CPU
+ * throttled. An idle sibling whose last task sleeps there in a wait is a
+ * waiting context: hpc_smt_speed(own prio, sibling prio, false). Beside an
+ * idle sibling that holds no task a CPU runs unthrottled (single-thread
+ * mode), as in the kernel class. A CPU
  * that used its budget is throttled: ops.tick ends the running task's
  * slice, ops.dispatch stops handing out HPC tasks and a task that would
  * keep running (SCX_ENQ_LAST) is queued instead, until the next period; a
@@ -129,6 +131,7 @@ struct task_ctx {
 	s32 vtime_cpu;		/* the CPU whose queue vtime is relative to */
 	u32 preempted;		/* held back by the budget: keeps its place */
 	u32 wake_sync;		/* placed by a sync wake-up, not queued yet */
+	s32 snap_cpu;		/* the CPU whose snapshot it last published */
 };
 
 struct {
@@ -253,15 +256,29 @@ static struct snap *snap_of(s32 cpu)
 	return bpf_map_lookup_elem(&snaps, &key);
 }
 
-static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc)
+static void snap_clear(s32 cpu, u32 pid);
+
+/*
+ * Publish @p's state as the snapshot of @cpu: always when @p runs there
+ * (@own), else only if the snapshot shows @p or nothing (the snapshot is
+ * the task that ran there last, as in the kernel class). A task that moved
+ * leaves the CPU it was published on.
+ */
+static void snap_publish(s32 cpu, struct task_struct *p, struct task_ctx *tc,
+			 bool own)
 {
 	struct snap *s = snap_of(cpu);
 
 	if (!s)
 		return;
+	if (tc->snap_cpu != cpu)
+		snap_clear(tc->snap_cpu, p->pid);
+	tc->snap_cpu = cpu;
 	bpf_spin_lock(&s->lock);
-	s->pid = p->pid;
-	s->t = tc->t;
+	if (own || !s->pid || s->pid == p->pid) {
+		s->pid = p->pid;
+		s->t = tc->t;
+	}
 	bpf_spin_unlock(&s->lock);
 }
 
@@ -295,6 +312,20 @@ static bool snap_read(s32 cpu, u32 self, struct hpc_task *out)
 	*out = s->t;
 	bpf_spin_unlock(&s->lock);
 	return pid && pid != self;
+}
+
+/* Does the task that ran last on @cpu sleep there in a wait? */
+static bool snap_waits(s32 cpu)
+{
+	struct snap *s = snap_of(cpu);
+	bool waits;
+
+	if (!s)
+		return false;
+	bpf_spin_lock(&s->lock);
+	waits = s->pid && hpc_task_waits(&s->t);
+	bpf_spin_unlock(&s->lock);
+	return waits;
 }
 
 static void snap_clear(s32 cpu, u32 pid)
@@ -342,6 +373,7 @@ static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 	struct scx_hpc_cpu *sc = sib >= 0 ? get_cpu(sib) : NULL;
 	struct scx_hpc_params *P = get_params();
 	bool sib_busy;
+	u32 holds;
 
 	/* backend none: the priorities are not applied, nothing held back */
 	if (!sc || !sc->online || !P || P->no_emul) {
@@ -354,15 +386,14 @@ static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 	sib_busy = sc->running || sc->throttled ||
 		   scx_bpf_dsq_nr_queued(sib) > 0;
 	/*
-	 * An idle sibling context (no HPC task running, queued or held back)
-	 * leaves this one in single-thread mode (hpc_smt_emul_share()). The
-	 * model's waiting sibling (hpc_smt_speed(own, sib, false)) is a
-	 * task's wait on the modelled machine, which an idle CPU here cannot
-	 * tell from no task at all.
+	 * An idle sibling whose last task sleeps there in a wait is the
+	 * model's waiting context; one that holds no task leaves this one in
+	 * single-thread mode (hpc_smt_sib_holds()).
 	 */
-	c->budget_ns = hpc_smt_budget(per, hpc_smt_emul_share(c->cur_prio,
-							       sc->cur_prio,
-							       sib_busy));
+	holds = hpc_smt_sib_holds(sib_busy, !sib_busy && snap_waits(sib));
+	c->budget_ns = hpc_smt_budget(per, hpc_smt_emul_share_of(c->cur_prio,
+								  sc->cur_prio,
+								  holds));
 	return c->budget_ns;
 }
 
@@ -653,7 +684,7 @@ void BPF_STRUCT_OPS(hpc_runnable, struct task_struct *p, u64 enq_flags)
 			publish_info(p, tc, cpu, 0);
 		}
 	}
-	snap_publish(cpu, p, tc);
+	snap_publish(cpu, p, tc, false);
 }
 
 void BPF_STRUCT_OPS(hpc_quiescent, struct task_struct *p, u64 deq_flags)
@@ -669,7 +700,7 @@ void BPF_STRUCT_OPS(hpc_quiescent, struct task_struct *p, u64 deq_flags)
 	now = bpf_ktime_get_ns();
 	hpc_task_sleep(&tc->t, now);
 	tc->sleep_start = now;
-	snap_publish(scx_bpf_task_cpu(p), p, tc);
+	snap_publish(scx_bpf_task_cpu(p), p, tc, false);
 }
 
 void BPF_STRUCT_OPS(hpc_running, struct task_struct *p)
@@ -714,7 +745,7 @@ void BPF_STRUCT_OPS(hpc_running, struct task_struct *p)
 		rem = MIN_SLICE_NS;
 	if (rem < p->scx.slice)
 		p->scx.slice = rem;
-	snap_publish(cpu, p, tc);
+	snap_publish(cpu, p, tc, true);
 }
 
 void BPF_STRUCT_OPS(hpc_stopping, struct task_struct *p, bool runnable)
@@ -776,7 +807,7 @@ void BPF_STRUCT_OPS(hpc_tick, struct task_struct *p)
 		publish_info(p, tc, cpu, 0);
 	}
 	c->cur_prio = task_prio(P, p, tc);
-	snap_publish(cpu, p, tc);
+	snap_publish(cpu, p, tc, true);
 
 	if (c->consumed_ns >= cpu_budget(cpu, c, per))
 		p->scx.slice = 0;
@@ -823,6 +854,7 @@ void BPF_STRUCT_OPS(hpc_enable, struct task_struct *p)
 		return;
 	hpc_task_init(&tc->t, bpf_ktime_get_ns(), &P->core);
 	task_prio(P, p, tc);
+	tc->snap_cpu = -1;
 	tc->throttled_at = 0;
 	tc->throttled_ns = 0;
 	tc->run_ns = 0;
@@ -837,8 +869,10 @@ void BPF_STRUCT_OPS(hpc_disable, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 pid = p->pid;
 
-	if (tc)
+	if (tc) {
 		publish_info(p, tc, cpu, 1);
+		snap_clear(tc->snap_cpu, pid);
+	}
 	snap_clear(cpu, pid);
 	/* a fixed priority belongs to the task while it is under scx_hpc */
 	bpf_map_delete_elem(&fixed_prios, &pid);
