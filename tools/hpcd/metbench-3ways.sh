@@ -37,9 +37,9 @@
 #        while the ranks wait), model (they sleep and hpcd gives a waiting
 #        context the SMT model's share, hpcd waits=model: the machine fitted
 #        to the paper's tables, a quota change at every wait), sleep (they
-#        sleep and their contexts idle: single-thread mode for the sibling,
-#        as the kernel's backend emulates it) or spin (MPI's own polling
-#        waits for real, HPCMON_BLOCKING_WAIT=0) or auto
+#        sleep and their contexts idle: single-thread mode for the sibling)
+#        or spin (MPI's own polling waits for real, HPCMON_BLOCKING_WAIT=0)
+#        or auto
 #        (libhpcmon's default, HPCMON_BLOCKING_WAIT=auto: sleeping waits
 #        where the ranks outnumber the CPUs, MPI's own otherwise; what a user
 #        gets, and what the "plain" way, without the monitor, does not)
