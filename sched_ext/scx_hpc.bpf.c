@@ -869,11 +869,10 @@ void BPF_STRUCT_OPS(hpc_disable, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 pid = p->pid;
 
-	if (tc) {
+	if (tc)
 		publish_info(p, tc, cpu, 1);
-		snap_clear(tc->snap_cpu, pid);
-	}
-	snap_clear(cpu, pid);
+	/* its snapshot is only ever on the CPU it last published on */
+	snap_clear(tc ? tc->snap_cpu : cpu, pid);
 	/* a fixed priority belongs to the task while it is under scx_hpc */
 	bpf_map_delete_elem(&fixed_prios, &pid);
 }
