@@ -34,11 +34,14 @@ pid_in() {
 	cat "$1" 2>/dev/null
 }
 
-rm -f /tmp/waiter.pid /tmp/spinner.pid
+rm -f /tmp/waiter.pid /tmp/spinner.pid /tmp/waiter.go
+mkfifo /tmp/waiter.go || { nok "scx sibling waits: mkfifo"; exit 1; }
 start_hpc --max-prio 4 || { nok "scx_hpc enabled"; exit 1; }
-# the waiter: computes (a shell loop), then sleeps in a wait for 5 s
+# the waiter: computes (a shell loop), then sleeps in a wait for a message
+# (the FIFO's writer) until the measurement is done, however long the
+# guest takes (on a loaded host, 1.5 s of sleep took 2.6 s)
 taskset -c 1 $HPCCTL --backend scx run -- sh -c 'echo $$ > /tmp/waiter.pid
-	i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done; exec sleep 5' &
+	i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done; read go < /tmp/waiter.go' &
 hw=$!
 waiter=$(pid_in /tmp/waiter.pid)
 kids="$hw $waiter"
@@ -69,6 +72,7 @@ check "the spinner is held back ~117 permille beside a waiting context (got $pm)
 check "the waiter still waits (measured beside a waiting context)" \
 	grep -q '^State:.*S' /proc/$waiter/status
 
+kill -0 "$waiter" 2>/dev/null && echo go > /tmp/waiter.go
 wait $hw
 check "the waiter exits (status 0)" test $? = 0
 sleep 0.5
