@@ -85,10 +85,9 @@ static double median_of(double *v, int n)
 #define WINDOWS 5
 
 /*
- * The rates of @ms as the medians of WINDOWS windows: a host that stalls
- * the guest's vCPU (TCG, 16 vCPUs on 2 host CPUs) for a few hundred ms
- * while its context is throttled stretches that window's throttled time,
- * not the median. @m->thr is the median throttled fraction over @m->wall.
+ * The rates of @ms as the medians of WINDOWS windows: a window in which
+ * the host stalled the guest (TCG, 16 vCPUs on 2 host CPUs) does not move
+ * the median. @m->thr is the median throttled fraction over @m->wall.
  */
 static void measure_median(pid_t a, pid_t b, unsigned int ms, struct meas *m)
 {
@@ -153,7 +152,9 @@ static pid_t waiter_start(int cpu, unsigned int ms)
  * mode; when that task is gone, in single-thread mode again.
  *
  * At 883 permille a 10 ms period throttles for 1.2 ms, less than a loaded
- * TCG host delays a vCPU's timers: with two busy host processes beside
+ * TCG host delays a vCPU's timers, and a period timer that fires late
+ * while the CPU is throttled loses that time (sched-hpc.rst, the x86
+ * emulation's budget): with two busy host processes beside
  * the 16-vCPU guest, the spinner ran 11-15 ms between throttles (83-117
  * throttles in 150 periods) and at 605-850 permille; with 50 ms periods,
  * at 878-894 on the same host. So this is measured with 50 ms periods.
