@@ -68,21 +68,20 @@ static void measure(pid_t a, pid_t b, unsigned int ms, struct meas *m)
 	m->thr[1] = thr_of(b) - tb;
 }
 
-static double median_of(double *v, int n)
+static int cmp_double(const void *a, const void *b)
 {
-	int i, j;
-	double x;
+	double x = *(const double *)a, y = *(const double *)b;
 
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			x = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = x;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return (x > y) - (x < y);
 }
 
-#define WINDOWS 5
+#define WINDOWS 5	/* odd: the median is one window's */
+
+static double median_of(double *v)
+{
+	qsort(v, WINDOWS, sizeof(*v), cmp_double);
+	return v[WINDOWS / 2];
+}
 
 /*
  * The rates of @ms as the medians of WINDOWS windows: a window in which
@@ -105,8 +104,8 @@ static void measure_median(pid_t a, pid_t b, unsigned int ms, struct meas *m)
 		}
 	}
 	for (k = 0; k < 2; k++) {
-		m->share[k] = median_of(v[k], WINDOWS);
-		m->thr[k] = (long long)(median_of(v[2 + k], WINDOWS) * (double)m->wall);
+		m->share[k] = median_of(v[k]);
+		m->thr[k] = (long long)(median_of(v[2 + k]) * (double)m->wall);
 	}
 }
 
