@@ -132,6 +132,25 @@ static inline u64 hpc_smt_carry(u64 used, u64 budget, u64 period_ns)
 }
 
 /*
+ * What a new period adds to its budget, owed by the period that ends: the
+ * part of that period's @budget its CPU could not run because the period
+ * began @late_ns late while the CPU was held back (its timer fired late: a
+ * virtual CPU the host did not run, an idle CPU woken late), or because the
+ * budget, with what was owed before, exceeds the period. Only what the
+ * period left unused (@used) is owed, so a CPU whose tasks waited instead
+ * is owed nothing beyond it; at most one period.
+ */
+static inline u64 hpc_smt_owed(u64 used, u64 budget, u64 late_ns, u64 period_ns)
+{
+	u64 room = period_ns > late_ns ? period_ns - late_ns : 0;
+	u64 lost = budget > room ? budget - room : 0;
+	u64 left = budget > used ? budget - used : 0;
+	u64 owed = left < lost ? left : lost;
+
+	return owed < period_ns ? owed : period_ns;
+}
+
+/*
  * Real 2-way SMT core (x86 Hyper-Threading), which has no thread
  * priorities: the speed of each hardware thread while both are busy, in
  * permille of single-thread speed. Marr et al., "Hyper-Threading

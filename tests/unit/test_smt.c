@@ -696,6 +696,20 @@ static void emul_share_budget_carry(void **state)
 	assert_int_equal(hpc_smt_carry(MS(6), MS(6), per), 0);
 	assert_int_equal(hpc_smt_carry(MS(7), MS(6), per), MS(1));
 	assert_int_equal(hpc_smt_carry(MS(30), MS(6), per), per);
+
+	/* on time: nothing owed; what the delay leaves no room for: owed */
+	assert_int_equal(hpc_smt_owed(MS(6), MS(6), 0, per), 0);
+	assert_int_equal(hpc_smt_owed(MS(3), MS(6), 0, per), 0);
+	assert_int_equal(hpc_smt_owed(MS(6), MS(6), MS(4), per), 0);
+	assert_int_equal(hpc_smt_owed(MS(4), MS(6), MS(6), per), MS(2));
+	/* a CPU whose tasks also waited is owed no more than the delay cost */
+	assert_int_equal(hpc_smt_owed(MS(1), MS(6), MS(6), per), MS(2));
+	/* ran out its budget (an overrun is carried instead): nothing */
+	assert_int_equal(hpc_smt_owed(MS(7), MS(6), MS(6), per), 0);
+	/* a budget with what was owed beyond the period: the excess stays owed */
+	assert_int_equal(hpc_smt_owed(per, MS(13), 0, per), MS(3));
+	/* at most one period */
+	assert_int_equal(hpc_smt_owed(0, MS(25), MS(30), per), per);
 	(void)state;
 }
 

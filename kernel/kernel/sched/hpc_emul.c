@@ -62,6 +62,8 @@ static void hpc_emul_start_timer(struct rq *rq)
 		return;
 	/* A new stretch of limited periods starts with a full budget. */
 	rq->hpc.emul_used = 0;
+	rq->hpc.emul_owed = 0;
+	rq->hpc.emul_late = 0;
 	rq->hpc.emul_timer_active = 1;
 	hrtimer_start(&rq->hpc.emul_timer, ns_to_ktime(hpc_emul_period_ns()),
 		      HRTIMER_MODE_REL_PINNED_HARD);
@@ -99,7 +101,8 @@ static void hpc_emul_recompute(struct rq *rq)
 	}
 
 	rq->hpc.emul_limited = 1;
-	rq->hpc.emul_quota = hpc_smt_budget(hpc_emul_period_ns(), share);
+	rq->hpc.emul_quota = hpc_smt_budget(hpc_emul_period_ns(), share) +
+			     rq->hpc.emul_owed;
 	hpc_emul_start_timer(rq);
 	if (rq->hpc.emul_used >= rq->hpc.emul_quota) {
 		if (!rq->hpc.throttled)
@@ -139,6 +142,40 @@ static void hpc_emul_kick_fn(struct irq_work *work)
 	rq_unlock_irqrestore(rq, &rf);
 }
 
+/* How much later than its period began the running @timer fired. */
+static u64 hpc_emul_timer_late(struct hrtimer *timer)
+{
+	s64 late = ktime_to_ns(ktime_sub(hrtimer_cb_get_time(timer),
+					 hrtimer_get_expires(timer)));
+
+	return late > 0 ? late : 0;
+}
+
+/*
+ * A new period begins, @late ns ago. The expiry timer can fire late (a CPU
+ * with interrupts off, a virtual CPU not scheduled), so a CPU can overrun
+ * its quota: the overrun carries into the new period (hpc_smt_carry()).
+ * The period timer can fire late too: a throttled CPU is then held back
+ * into the new period, and what that costs its tasks is owed to the next
+ * one (hpc_smt_owed()).
+ */
+static void hpc_emul_new_period(struct rq *rq, u64 late)
+{
+	u64 per = hpc_emul_period_ns();
+
+	if (!rq->hpc.emul_limited) {
+		rq->hpc.emul_owed = 0;
+		rq->hpc.emul_used = 0;
+		rq->hpc.emul_late = 0;
+		return;
+	}
+	rq->hpc.emul_owed = hpc_smt_owed(rq->hpc.emul_used, rq->hpc.emul_quota,
+					 rq->hpc.emul_late, per);
+	rq->hpc.emul_used = hpc_smt_carry(rq->hpc.emul_used, rq->hpc.emul_quota,
+					  per);
+	rq->hpc.emul_late = rq->hpc.throttled ? late : 0;
+}
+
 static enum hrtimer_restart hpc_emul_period_fn(struct hrtimer *timer)
 {
 	struct rq *rq = hpc_emul_rq(timer);
@@ -149,14 +186,7 @@ static enum hrtimer_restart hpc_emul_period_fn(struct hrtimer *timer)
 	update_rq_clock(rq);
 	if (rq->curr->sched_class == &hpc_sched_class)
 		rq->curr->sched_class->update_curr(rq);
-	/*
-	 * New period. The expiry timer can fire late (a CPU with interrupts
-	 * off, a virtual CPU not scheduled), so a CPU can overrun its quota:
-	 * the overrun carries into the new period (hpc_smt_carry()).
-	 */
-	rq->hpc.emul_used = rq->hpc.emul_limited ?
-		hpc_smt_carry(rq->hpc.emul_used, rq->hpc.emul_quota,
-			      hpc_emul_period_ns()) : 0;
+	hpc_emul_new_period(rq, hpc_emul_timer_late(timer));
 	/* The timer is running, so nothing may start it. */
 	rq->hpc.emul_timer_active = 1;
 	hpc_emul_recompute(rq);
@@ -260,6 +290,8 @@ static void hpc_emul_init_rq(struct rq *rq, int cpu)
 	rq->hpc.emul_timer_active = 0;
 	rq->hpc.emul_limited = 0;
 	rq->hpc.emul_used = 0;
+	rq->hpc.emul_owed = 0;
+	rq->hpc.emul_late = 0;
 	rq->hpc.emul_prio = HPC_PRIO_NORMAL;
 }
 
