@@ -393,7 +393,8 @@ static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
 	holds = hpc_smt_sib_holds(sib_busy, !sib_busy && snap_waits(sib));
 	c->budget_ns = hpc_smt_budget(per, hpc_smt_emul_share_of(c->cur_prio,
 								  sc->cur_prio,
-								  holds));
+								  holds)) +
+		       c->owed_ns;
 	return c->budget_ns;
 }
 
@@ -401,11 +402,14 @@ static u64 cpu_budget(s32 cpu, struct scx_hpc_cpu *c, u64 per)
  * Start a new budget if the period changed since the CPU last looked. The
  * budget is enforced at ticks (and slice ends), so a CPU can overrun it: the
  * overrun of the period just ended is paid back in the new one, which keeps
- * the long-run share at the model's whatever the tick spacing.
+ * the long-run share at the model's whatever the tick spacing. A throttled
+ * CPU that looks late (its kick or tick came late) has lost the time since
+ * the period began: what that cost its tasks is owed to the next period
+ * (hpc_smt_owed()).
  */
 static void refill(struct scx_hpc_cpu *c, u64 now, u64 per)
 {
-	u64 idx = now / per, start = idx * per, carry = 0;
+	u64 idx = now / per, start = idx * per, carry = 0, owed = 0;
 	bool next = idx == c->period_idx + 1;
 
 	if (idx == c->period_idx)
@@ -416,14 +420,19 @@ static void refill(struct scx_hpc_cpu *c, u64 now, u64 per)
 			c->consumed_ns += start - c->run_start;
 		c->run_start = start;
 	}
-	if (next && c->budget_ns)
+	if (next && c->budget_ns) {
 		carry = hpc_smt_carry(c->consumed_ns, c->budget_ns, per);
+		owed = hpc_smt_owed(c->consumed_ns, c->budget_ns, c->late_ns,
+				    per);
+	}
+	c->late_ns = c->throttled ? now - start : 0;
 	if (c->throttled && carry < c->budget_ns) {
 		c->throttled_ns += now - c->throttle_start;
 		c->throttled = 0;
 	}
 	c->period_idx = idx;
 	c->consumed_ns = carry;
+	c->owed_ns = owed;
 }
 
 static void charge(struct scx_hpc_cpu *c, u64 now)

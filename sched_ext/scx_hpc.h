@@ -48,6 +48,8 @@ struct scx_hpc_cpu {
 	u64 run_start;		/* when the running HPC task was last charged */
 	u64 throttle_start;	/* when the CPU got throttled */
 	u64 budget_ns;		/* budget last computed for this period */
+	u64 owed_ns;		/* added to it: owed by the period before */
+	u64 late_ns;		/* the period began this late, throttled */
 	u32 running;		/* an HPC task runs here */
 	u32 throttled;		/* budget exhausted: no HPC dispatch this period */
 	u32 cur_prio;		/* priority of the HPC task that runs/ran here */
