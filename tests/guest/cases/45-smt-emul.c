@@ -12,8 +12,9 @@
  * throttled (throttled_ns unchanged; each above 75 % of a CPU). An HPC
  * task on CPU 1 that computes, then sleeps in a wait makes CPU 1 a waiting
  * context: the spinner on CPU 0 runs at hpc_smt_emul_share_of(4, 4,
- * HPC_SMT_SIB_WAITS) (883 permille, with 50 ms periods), its throttled_ns
- * grows; once that task has exited the spinner runs unthrottled again.
+ * HPC_SMT_SIB_WAITS) (883 permille, with 10 ms and 50 ms periods), its
+ * throttled_ns grows; once that task has exited the spinner runs
+ * unthrottled again.
  * Expected speeds come from the policy core (kernel/hpc-core/hpc_smt.c).
  * The paired rates are medians of WINDOWS windows (measure_median()).
  *
@@ -148,17 +149,24 @@ static pid_t waiter_start(int cpu, unsigned int ms)
 /*
  * The sibling context holds a task that waits: the spinner beside it runs
  * at the model's speed beside a waiting context, not in single-thread
- * mode; when that task is gone, in single-thread mode again.
+ * mode; when that task is gone, in single-thread mode again. With @period_us
+ * periods.
  *
  * At 883 permille a 10 ms period throttles for 1.2 ms, less than a loaded
- * TCG host delays a vCPU's timers, and a period timer that fires late
- * while the CPU is throttled loses that time (sched-hpc.rst, the x86
- * emulation's budget): with two busy host processes beside
- * the 16-vCPU guest, the spinner ran 11-15 ms between throttles (83-117
- * throttles in 150 periods) and at 605-850 permille; with 50 ms periods,
- * at 878-894 on the same host. So this is measured with 50 ms periods.
+ * TCG host delays a vCPU's timers: a period timer that fires late while
+ * the CPU is throttled holds the spinner back into the new period, and
+ * what that costs it is owed to the next one (hpc_smt_owed(), sched-hpc.rst,
+ * the x86 emulation's budget). Without that, with two busy host processes
+ * beside the 16-vCPU guest, the spinner ran at 605-850 permille at 10 ms
+ * periods (at 878-894 with 50 ms periods on the same host); with it, at
+ * 804-886 (10 ms) on the same host.
+ *
+ * Once the waiter is gone the spinner is unthrottled: throttled_ns stays,
+ * and it runs above 75 % of the CPU, as in other_cores() (on a loaded
+ * host the fair server and the fair filler take more of a TCG vCPU: 84 %
+ * was seen).
  */
-static void sibling_waits(void)
+static void sibling_waits(unsigned int period_us)
 {
 	double want = hpc_smt_emul_share_of(4, 4, HPC_SMT_SIB_WAITS) / 1000.0;
 	char max_prio[32] = "";
@@ -171,8 +179,9 @@ static void sibling_waits(void)
 	if (r >= 0)
 		r = knob_set("max_prio", 4);
 	if (r >= 0)
-		r = knob_set("emul_period_us", 50000);
-	if (!tap_check(r >= 0, strerror(-r), "sibling waits: max_prio 4, emul_period_us 50000"))
+		r = knob_set("emul_period_us", period_us);
+	if (!tap_check(r >= 0, strerror(-r), "sibling waits (%u us): max_prio 4, emul_period_us %u",
+		       period_us, period_us))
 		return;
 	/* A fair filler keeps CPU 0's vCPU busy while the context is throttled. */
 	f = spin_start(&S[2], 0, SCHED_OTHER, 0, 30);
@@ -181,29 +190,30 @@ static void sibling_waits(void)
 		sleep_ms(10);
 	a = spin_start(&S[0], 0, SCHED_HPC, 0, 30);
 	if (!tap_ok(a > 0 && f > 0 && w > 0 && task_state_of(w) == 'S',
-		    "sibling waits: HPC task asleep in a wait on CPU 1 (state %c), spinner on CPU 0",
-		    w > 0 ? task_state_of(w) : '-'))
+		    "sibling waits (%u us): HPC task asleep in a wait on CPU 1 (state %c), spinner on CPU 0",
+		    period_us, w > 0 ? task_state_of(w) : '-'))
 		goto out;
 	sleep_ms(300);
 	measure_median(a, 0, 2500, &m);
-	tap_diag("sibling waits: CPU 0 %.1f %% (model %.1f %%), throttled +%lld ns in %.2f s "
+	tap_diag("sibling waits (%u us): CPU 0 %.1f %% (model %.1f %%), throttled +%lld ns in %.2f s "
 		 "(medians of %d windows)",
-		 100 * m.share[0], 100 * want, m.thr[0], m.wall / 1e9, WINDOWS);
+		 period_us, 100 * m.share[0], 100 * want, m.thr[0], m.wall / 1e9, WINDOWS);
 	tap_ok(m.thr[0] > (long long)(m.wall * (1 - want) / 2) &&
 	       m.thr[0] < (long long)(m.wall * (1 - want) * 2),
-	       "sibling waits: the spinner is held back ~%.1f %% of the time, as beside a waiting "
-	       "context (got %.1f %%)", 100 * (1 - want), 100.0 * m.thr[0] / m.wall);
+	       "sibling waits (%u us): the spinner is held back ~%.1f %% of the time, as beside a waiting "
+	       "context (got %.1f %%)", period_us, 100 * (1 - want), 100.0 * m.thr[0] / m.wall);
 	tap_ok(m.share[0] > want - 0.12 && m.share[0] < want + 0.06,
-	       "sibling waits: the spinner runs at the modelled %.0f permille (got %.0f)",
-	       1000 * want, 1000 * m.share[0]);
-	tap_ok(reap_kid(w, 8000) == 0, "sibling waits: the waiting task exits");
+	       "sibling waits (%u us): the spinner runs at the modelled %.0f permille (got %.0f)",
+	       period_us, 1000 * want, 1000 * m.share[0]);
+	tap_ok(reap_kid(w, 8000) == 0, "sibling waits (%u us): the waiting task exits", period_us);
 	w = 0;
 	sleep_ms(300);
 	measure(a, 0, 1000, &m);
-	tap_diag("sibling gone: CPU 0 %.1f %%, throttled +%lld ns", 100 * m.share[0], m.thr[0]);
-	tap_ok(m.thr[0] == 0 && m.share[0] > 0.9,
-	       "sibling gone: the spinner runs unthrottled again (+%lld ns, %.1f %%)", m.thr[0],
-	       100 * m.share[0]);
+	tap_diag("sibling gone (%u us): CPU 0 %.1f %%, throttled +%lld ns", period_us,
+		 100 * m.share[0], m.thr[0]);
+	tap_ok(m.thr[0] == 0 && m.share[0] > 0.75,
+	       "sibling gone (%u us): the spinner runs unthrottled again (+%lld ns, %.1f %%)",
+	       period_us, m.thr[0], 100 * m.share[0]);
 out:
 	if (w > 0)
 		reap_kid(w, 8000);
@@ -331,7 +341,8 @@ int main(void)
 	S = shared_alloc(4 * sizeof(*S));
 	alone("sibling idle", -1);
 	alone("sibling runs a fair spinner", SCHED_OTHER);
-	sibling_waits();
+	sibling_waits(10000);
+	sibling_waits(50000);
 	both("both HPC, prio 4/4, period 10 ms");
 	r = knob_set("emul_period_us", 50000);
 	if (tap_check(r == 0, strerror(-r), "emul_period_us 50000"))
