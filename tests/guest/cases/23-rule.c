@@ -2,7 +2,7 @@
 /*
  * 23-rule: the priority rule on real tasks, in controlled shapes.
  *
- *  - a high task (U ~ 97 %) with no HPC task on its emulated sibling holds
+ *  - a high task (U ~ 99 %) with no HPC task on its emulated sibling holds
  *    its priority (it only steps up while the sibling is low);
  *  - a high task on CPU 0 with a low task (U ~ 10 %) on its sibling CPU 1
  *    steps up one level per iteration to max_prio (6), the low one stays at
@@ -13,10 +13,17 @@
  *    now and then (heur_util 79-86 % next to a sibling whose last
  *    iteration fell below 65 %), and the rule then rightly steps it up.
  * Each task records its own /proc prio after every iteration.
+ *
+ * The high task computes 80 ms per 1 ms sleep so that it stays high
+ * (above 85 %) when a loaded host wakes it late: with 40 ms its heuristic
+ * utilisation was 88-90 % after the first iterations on a PREEMPT_RT guest
+ * beside two busy host processes, and a wake-up a few milliseconds later
+ * took it below high_util, and the climb started late. The low task
+ * iterates long enough to stay beside it until it ends.
  */
 #include "hpctest.h"
 
-#define MAXIT 24
+#define MAXIT 40
 
 struct trace {
 	int n;
@@ -58,7 +65,7 @@ static pid_t shape(struct trace *t, int cpu, int n, unsigned int run, unsigned i
 
 static void show(const char *who, const struct trace *t)
 {
-	char line[512] = "";
+	char line[1024] = "";
 	int i;
 
 	for (i = 0; i < t->n; i++)
@@ -89,9 +96,9 @@ static void pair(long long maxp)
 	pid_t a, b;
 	int ra, rb;
 
-	b = shape(lo, 1, 20, 2, 20);
+	b = shape(lo, 1, 40, 2, 20);
 	sleep_ms(50);
-	a = shape(hi, 0, 8, 40, 1);
+	a = shape(hi, 0, 8, 80, 1);
 	ra = reap_kid(a, 20000);
 	lo->rc = 0;
 	rb = reap_kid(b, 20000);
@@ -124,7 +131,7 @@ int main(void)
 	T = shared_alloc(2 * sizeof(*T));
 
 	/* High task, sibling idle: holds 4. */
-	a = shape(&T[0], 0, 6, 40, 1);
+	a = shape(&T[0], 0, 6, 80, 1);
 	r = reap_kid(a, 20000);
 	show("alone high", &T[0]);
 	if (tap_ok(r == 0 && T[0].n == 6, "high task alone ran 6 iterations (status %d)", r)) {
