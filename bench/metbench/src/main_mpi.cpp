@@ -59,6 +59,8 @@ int main(int argc, char **argv)
 	if (opt.sync == SyncMode::Shm)
 		return run_shm(opt);
 
+	if (opt.hold_s)
+		hold_arm(); // before MPI_Init: its threads inherit the mask
 	MPI_Init(&argc, &argv);
 	int rank, size;
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -86,6 +88,12 @@ int main(int argc, char **argv)
 	std::vector<char> mine(per);
 	auto *res = reinterpret_cast<RankResult *>(mine.data());
 	auto *trace = reinterpret_cast<IterRec *>(mine.data() + sizeof(RankResult));
+	if (opt.hold_s && rank == 0) {
+		if (std::string e = hold_start(opt.hold_s); !e.empty()) {
+			fprintf(stderr, "%s: %s\n", argv[0], e.c_str());
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+	}
 	sync.wait(); // start
 	run_rank(opt, rank, sync, trace, *res);
 

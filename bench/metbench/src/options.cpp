@@ -189,6 +189,13 @@ std::optional<std::string> parse_options(int argc, const char *const *argv, Opti
 					return "--trace: empty file name";
 				opt.trace = val;
 			}
+		} else if (arg == "--hold") {
+			if (!(err = need())) {
+				if (auto e = parse_u64(val, 3600, opt.hold_s))
+					return "--hold: " + *e;
+				if (opt.hold_s == 0)
+					return "--hold: must be at least 1 second";
+			}
 		} else if (arg == "--pin") {
 			if (!(err = need()))
 				pin_text = val.empty() ? std::string(",") : val;
@@ -248,6 +255,9 @@ std::string usage(const char *prog, bool shm_only)
 	     "  --trace FILE          per rank and iteration: start, compute end, wait end\n"
 	     "                        (CSV; JSON lines if FILE ends in .jsonl or .json)\n"
 	     "  --calibrate-ms MS     time spent calibrating units/s (default 100, 0: skip)\n"
+	     "  --hold S              start the run when the master gets SIGUSR1 (within S s,\n"
+	     "                        else fail), the workers started, pinned and waiting:\n"
+	     "                        time to set each one's scheduling (e.g. hpcctl prio)\n"
 	     "  --help\n";
 	return s;
 }

@@ -23,6 +23,7 @@ struct Options {
 	std::string trace;    // empty: no trace
 	std::vector<int> pin; // one CPU per worker, empty: no pinning
 	uint64_t calibrate_ms = 100;
+	uint64_t hold_s = 0; // --hold: wait up to this long for SIGUSR1 to start (0: no)
 	bool help = false;
 };
 

@@ -110,6 +110,8 @@ int run_shm(const Options &opt)
 	fflush(nullptr);
 
 	ShmSync sync(sh, opt.wait);
+	if (opt.hold_s)
+		hold_arm();
 	std::vector<pid_t> pids;
 	for (size_t w = 0; w < workers; w++) {
 		pid_t pid = fork();
@@ -133,6 +135,16 @@ int run_shm(const Options &opt)
 			_exit(0);
 		}
 		pids.push_back(pid);
+	}
+	if (opt.hold_s) {
+		if (std::string e = hold_start(opt.hold_s); !e.empty()) {
+			fprintf(stderr, "metbench: %s\n", e.c_str());
+			for (pid_t p : pids)
+				kill(p, SIGKILL);
+			for (pid_t p : pids)
+				waitpid(p, nullptr, 0);
+			return 1;
+		}
 	}
 	sync.wait(); // start
 	run_rank(opt, 0, sync, trace, results[0]);

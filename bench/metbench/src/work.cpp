@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -115,6 +116,28 @@ std::string pin_self(int cpu)
 	if (sched_setaffinity(0, sizeof(set), &set))
 		return "cannot pin to CPU " + std::to_string(cpu) + ": " + strerror(errno);
 	return "";
+}
+
+void hold_arm()
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+std::string hold_start(uint64_t timeout_s)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	struct timespec ts = {static_cast<time_t>(timeout_s), 0};
+	int sig;
+	while ((sig = sigtimedwait(&set, nullptr, &ts)) < 0 && errno == EINTR)
+		;
+	if (sig == SIGUSR1)
+		return "";
+	return "--hold: no SIGUSR1 within " + std::to_string(timeout_s) + " s";
 }
 
 void run_rank(const Options &opt, int rank, Sync &sync, IterRec *trace, RankResult &res)

@@ -54,6 +54,11 @@ std::string check_pins(const Options &opt);
 // Pins the calling process to @cpu; returns an error message or "".
 std::string pin_self(int cpu);
 
+// --hold: block SIGUSR1 (before the workers start), then wait for it before
+// the start barrier (at most @timeout_s seconds; an error message or "").
+void hold_arm();
+std::string hold_start(uint64_t timeout_s);
+
 // The iteration loop of one rank (0 = master: no load). Fills @trace
 // (opt.iterations entries) and @res.
 void run_rank(const Options &opt, int rank, Sync &sync, IterRec *trace, RankResult &res);

@@ -11,8 +11,11 @@ import atexit
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap import MPI, check, done, mpirun, read_trace, run  # noqa: E402
@@ -43,6 +46,7 @@ bad = [
     ([SHM, "--pin", "0,1"], "one CPU per worker"),
     ([SHM, "--loads", "1,2", "--pin", "0,1000"], "not available"),
     ([SHM, "--loads-file", os.path.join(tmp, "missing")], "cannot open"),
+    ([SHM, "--hold", "0"], "at least 1 second"),
     ([MB, "--sync", "carrier-pigeon"], "not mpi or shm"),
     ([MB, "--json=yes"], "takes no value"),
 ]
@@ -62,6 +66,10 @@ if not MPI_ONLY:
 rc, out, err = run(mpirun(3, MB, "--loads", "1,2,3,4", "--calibrate-ms", "0"))
 check(rc != 0 and "need 5 MPI processes" in err, f"{MPI}: 3 processes for 4 loads are refused",
       f"rc={rc}\n{err}")
+# MPI --hold: rank 0 waits for SIGUSR1; without it the job ends, saying why
+rc, out, err = run(mpirun(3, MB, "--loads", "1,2", "--hold", "1", "--calibrate-ms", "0"))
+check(rc != 0 and "no SIGUSR1 within 1 s" in err, f"{MPI}: --hold 1 without SIGUSR1 ends the job, "
+      "saying why", f"rc={rc}\n{err}")
 
 
 def light_heavy_checks(tag, res, loads, band=True):
@@ -130,6 +138,40 @@ def run_json(label, cmd):
         return rc, None, out, err
 
 
+def children(pid):
+    """The pids whose parent is @pid."""
+    kids = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    return kids
+
+
+def state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def running_with(marker):
+    """Processes whose command line holds @marker."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if d.isdigit() and marker.encode() in f.read().replace(b"\0", b" "):
+                    found.append(int(d))
+        except OSError:
+            pass
+    return found
+
+
 def shm_layer():
     """The shm layer, the static build and MetBenchVar over shm (no MPI)."""
     # ---- shm layer, both wait modes, dynamic binary
@@ -165,6 +207,33 @@ def shm_layer():
                         "block", "--calibrate-ms", "0"])
     ok = rc == 0 and [r["load_units"] for r in json.loads(out)["ranks"]] == [0, 60, 240]
     check(ok, f"shm: --loads-file and --pin {pin}", out + err)
+
+    # --hold: the workers wait at the start until the master gets SIGUSR1;
+    # without it the run fails after the given time and leaves no worker
+    hold = subprocess.Popen([SHM, "--loads", "20,80", "-n", "3", "--wait", "block", "--json",
+                             "--hold", "30", "--calibrate-ms", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    kids = []
+    for _ in range(100):
+        kids = children(hold.pid)
+        if len(kids) == 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    waiting = hold.poll() is None and all(state(k) == "S" for k in kids)
+    hold.send_signal(signal.SIGUSR1)
+    out, err = hold.communicate(timeout=60)
+    ok = hold.returncode == 0 and len(json.loads(out)["ranks"]) == 3
+    check(len(kids) == 2 and waiting and ok,
+          "shm --hold: 2 workers started, master and workers asleep until SIGUSR1, then the run",
+          f"kids={kids} waiting={waiting} rc={hold.returncode}\n{out}{err}")
+    t0 = time.monotonic()
+    rc, out, err = run([SHM, "--loads", "21,83", "-n", "3", "--wait", "block", "--hold", "1",
+                        "--calibrate-ms", "0"])
+    left = running_with("--loads 21,83 ")
+    check(rc == 1 and "no SIGUSR1 within 1 s" in err and time.monotonic() - t0 < 20 and not left,
+          "shm --hold 1 without SIGUSR1: status 1, says why, no worker left",
+          f"rc={rc} left={left}\n{err}")
 
     # ---- static build: no dynamic loader, same output
     rc, out, err = run(["ldd", STATIC])

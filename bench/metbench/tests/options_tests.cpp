@@ -88,7 +88,7 @@ TEST(Options, AllGood)
 	Options opt;
 	ASSERT_FALSE(parse({"--loads", "1,2,3,4", "--iterations=7", "--swap-every", "3", "--wait",
 			    "block", "--sync=shm", "--json", "--trace", "t.csv", "--pin", "0,1,0,1",
-			    "--calibrate-ms", "0"},
+			    "--calibrate-ms", "0", "--hold", "30"},
 			   opt));
 	EXPECT_EQ(opt.loads.size(), 4u);
 	EXPECT_EQ(opt.iterations, 7u);
@@ -99,6 +99,7 @@ TEST(Options, AllGood)
 	EXPECT_EQ(opt.trace, "t.csv");
 	EXPECT_EQ(opt.pin, (std::vector<int>{0, 1, 0, 1}));
 	EXPECT_EQ(opt.calibrate_ms, 0u);
+	EXPECT_EQ(opt.hold_s, 30u);
 }
 
 TEST(Options, ShmOnlyBuildDefaultsToShm)
@@ -154,6 +155,9 @@ TEST(Options, Errors)
 		{{"--json=1"}, "takes no value"},
 		{{"--trace="}, "empty file name"},
 		{{"--calibrate-ms", "100000"}, "out of range"},
+		{{"--hold"}, "--hold needs a value"},
+		{{"--hold", "0"}, "--hold: must be at least 1 second"},
+		{{"--hold", "3601"}, "out of range"},
 	};
 	for (auto &c : cases) {
 		std::string e = error_of(c.args);
