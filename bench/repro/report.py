@@ -296,6 +296,8 @@ GUEST_PROGRAMS = ("metbench", "metbenchvar")
 GUEST_WAYS = ("baseline", "equal") + PRIO_WAYS
 REPRO_LINE = re.compile(r"^# ([^ :]+): REPRO (\S+) (\S+) (\S+) ?(.*)$")
 GUEST_WAY = re.compile(r"([a-z]+)(?:@([0-9]+))?")  # WAY, or WAY@R for round R > 1
+# the kernel case's mechanism backend (ways.sh): "none" applies no priorities
+GUEST_MECH = re.compile(r"^# ([^ :]+): # sched_hpc: backend ([^ ,]+),")
 
 
 def check_result(res, nworkers=4):
@@ -325,8 +327,12 @@ def guest_extract(backend, log, out):
     Returns {prog: {way: "ok" | "failed: ..." | "na: ..."}}; a way that
     began and has no good end, or whose result is garbage, is failed."""
     runs = {}
+    mech = None
     with open(log, errors="replace") as f:
         for line in f:
+            m = GUEST_MECH.match(line)
+            if m and re.fullmatch(r"[0-9]+-repro-%s\.sh" % backend, m.group(1)):
+                mech = m.group(2)
             m = REPRO_LINE.match(line.rstrip("\r\n"))
             if not m:
                 continue
@@ -382,6 +388,8 @@ def guest_extract(backend, log, out):
                     why = "its JSON result does not parse"
             if not why:
                 why = check_result(res)
+            if not why and mech == "none" and way != "baseline":
+                why = "the kernel applied no priorities (sched_hpc backend none): not the emulated machine"
             prios = []
             for pl in r["prio"]:
                 parts = pl.split()

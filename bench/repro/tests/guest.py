@@ -126,6 +126,24 @@ check(rc == 0 and json.load(open(j)) == rec["kernel"][("metbench", "adaptive")]
       and not os.path.exists(os.path.join(o2, "guest-scx")),
       "--guest-extract kernel on a log with both cases: the kernel case's rows only", so + se)
 
+# a kernel boot whose class applied no priorities (backend none: x86's
+# default) ran no emulated machine: every way but the baseline is failed,
+# saying why, never a number
+none_log = os.path.join(tmp, "none.log")
+text = open(LOGS["kernel"]).read()
+with open(none_log, "w") as f:
+    f.write(text.replace("# sched_hpc: backend x86-smt-emul,", "# sched_hpc: backend none,"))
+o3 = os.path.join(tmp, "none")
+rc, so, se = extract("kernel", none_log, o3)
+lines = [x for x in so.splitlines() if x.startswith("kernel ")]
+why = "the kernel applied no priorities (sched_hpc backend none)"
+check("# sched_hpc: backend x86-smt-emul," in text and rc == 1 and len(lines) == 24
+      and all((": ok" in x) == (" baseline" in x) for x in lines)
+      and all(why in x for x in lines if " baseline" not in x)
+      and not os.path.exists(os.path.join(o3, "guest-kernel", "metbench", "static.json"))
+      and os.path.exists(os.path.join(o3, "guest-kernel", "metbench", "static.failed")),
+      "--guest-extract kernel, backend none: every way but the baseline failed, saying why", so + se)
+
 # ---- the report: guest rows beside hpcd's and the paper's
 rc, so, se = run([PY, REPORT, out, "--tables", TABLES])
 md = open(os.path.join(out, "report.md")).read() if rc == 0 else ""

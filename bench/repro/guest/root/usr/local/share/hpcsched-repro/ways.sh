@@ -97,6 +97,10 @@ run_way() {
 	else
 		set -- "$@" --iterations "$iters"
 	fi
+	# static: the workers wait at the start (metbench --hold) until each
+	# one is fixed at its priority (an hpcctl takes seconds to start under
+	# TCG), so that the whole run is static
+	[ "$way" != static ] || set -- "$@" --hold 300
 	echo "REPRO $prog $name begin"
 	rm -f /tmp/out.json /tmp/err /tmp/trace.csv /tmp/prio.*
 	case $way in
@@ -147,6 +151,7 @@ run_way() {
 				else
 					pin_failed=1
 				fi
+				kill -USR1 "$master"	# start the run (reported failed if not fixed)
 			fi
 			n=1
 			snap
@@ -169,7 +174,7 @@ run_way() {
 	wait $bg
 	rc=$?
 	echo "# $prog $name: master ${master:-not seen}, workers $(echo ${workers:-not seen}), samples $(cat /tmp/prio.* 2>/dev/null | wc -l)"
-	[ "$way" != static ] || echo "# $prog $name: workers fixed at $sprio ${pinned:+after $pinned s}${pin_failed:+: failed}${left:+; left it:$left}"
+	[ "$way" != static ] || echo "# $prog $name: workers fixed at $sprio ${pinned:+after $pinned s, before the run started}${pin_failed:+: failed}${left:+; left it:$left}"
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	echo "# $prog $name: exit $rc after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s (guest uptime)"
 	sed 's/^/# stderr: /' /tmp/err | head -5
@@ -225,7 +230,14 @@ run_backend() {
 	echo "# backend $BACKEND: programs $progs; loads $loads; MetBench $iters iterations; MetBenchVar k $k ($((3 * k)) iterations); $repeat round(s); $(nproc) CPUs"
 	if [ "$BACKEND" = kernel ]; then
 		[ -d $SYS ] || { echo "not ok - repro kernel: no $SYS (not a SCHED_HPC kernel)"; exit 1; }
+		# The paper's machine: x86 boots with backend none (the class
+		# decides priorities and applies none), so select the SMT
+		# emulation; POWER boots with its own thread priorities.
+		boot_backend=$(cat $SYS/backend)
+		[ "$boot_backend" != none ] || echo x86-smt-emul > $SYS/backend
 		echo "# sched_hpc: backend $(cat $SYS/backend), prio_range $(cat $SYS/prio_range), pairs $(cat $SYS/smt_pairs | tr '\n' ' ')"
+		[ "$(cat $SYS/backend)" != none ] ||
+			{ echo "not ok - repro kernel: no mechanism backend could be selected (backend none)"; exit 1; }
 	else
 		[ -e /sys/kernel/sched_ext/state ] || { echo "not ok - repro scx: no sched_ext in this kernel"; exit 1; }
 		[ -x $SCX_HPC ] || { echo "not ok - repro scx: no $SCX_HPC in this image"; exit 1; }
@@ -250,7 +262,10 @@ run_backend() {
 		done
 		r=$((r + 1))
 	done
-	[ "$BACKEND" != kernel ] || echo uniform > $SYS/heuristic
+	if [ "$BACKEND" = kernel ]; then
+		echo uniform > $SYS/heuristic
+		echo "$boot_backend" > $SYS/backend
+	fi
 	if [ $fail = 0 ]; then echo "ok - repro $BACKEND: every way ran"; else echo "not ok - repro $BACKEND: a way failed"; fi
 	exit $fail
 }
